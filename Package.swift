@@ -1,0 +1,23 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "SessionKit",
+    // `Mutex` (Synchronization) sets the floor on Apple platforms.
+    platforms: [.iOS(.v18), .macOS(.v15), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "SessionKit", targets: ["SessionKit"]),
+        .library(name: "SessionKitTesting", targets: ["SessionKitTesting"]),
+        .executable(name: "sessionkit", targets: ["SessionKitCLI"]),
+        .executable(name: "sessionkit-bench", targets: ["SessionKitBench"]),
+    ],
+    targets: [
+        .target(name: "SessionKit"),
+        .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
+        .executableTarget(name: "SessionKitCLI", dependencies: ["SessionKit", "SessionKitTesting"]),
+        .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
+        .testTarget(name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting"]),
+        .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,70 @@
+import Foundation
+
+/// What a ``CredentialStore`` keeps for one account: the least a restore after a restart needs.
+///
+/// By default that is the refresh token, the scope and the token type; the access token is kept in memory
+/// only. An app that must make requests offline right after launch can opt in to storing the access token
+/// with its wall-clock expiry. Passwords are never stored.
+///
+/// - Important: The description redacts every token.
+public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The format version this build writes; a record of another version is refused as corrupt.
+    public static let currentVersion = 1
+
+    /// The record's format version.
+    public var version: Int
+    /// The account the record belongs to; a store refuses a record filed under another account's name.
+    public var account: Account
+    /// The refresh token, if the server issued one.
+    public var refreshToken: String?
+    /// The access token, only when the app opted in to storing it.
+    public var accessToken: String?
+    /// When the stored access token expires, on the wall clock (the only clock that survives a restart).
+    public var accessTokenExpiresAt: Date?
+    /// The ID token, only when the app opted in to storing it.
+    public var idToken: String?
+    /// The granted scope, if known.
+    public var scope: String?
+    /// The token type.
+    public var tokenType: String
+    /// When the record was written, on the wall clock.
+    public var savedAt: Date
+
+    /// Creates a record.
+    ///
+    /// - Parameters:
+    ///   - account: The account it belongs to.
+    ///   - refreshToken: The refresh token.
+    ///   - accessToken: The access token, if it is to be stored.
+    ///   - accessTokenExpiresAt: Its wall-clock expiry.
+    ///   - idToken: The ID token, if it is to be stored.
+    ///   - scope: The granted scope.
+    ///   - tokenType: The token type.
+    ///   - savedAt: When it was written.
+    public init(
+        account: Account,
+        refreshToken: String?,
+        accessToken: String? = nil,
+        accessTokenExpiresAt: Date? = nil,
+        idToken: String? = nil,
+        scope: String? = nil,
+        tokenType: String = "Bearer",
+        savedAt: Date = Date()
+    ) {
+        self.version = Self.currentVersion
+        self.account = account
+        self.refreshToken = refreshToken
+        self.accessToken = accessToken
+        self.accessTokenExpiresAt = accessTokenExpiresAt
+        self.idToken = idToken
+        self.scope = scope
+        self.tokenType = tokenType
+        self.savedAt = savedAt
+    }
+
+    /// The account and which tokens are present, with every token redacted.
+    public var description: String {
+        "CredentialRecord(account: \(account), refresh: \(Redaction.redact(refreshToken)), "
+            + "access: \(Redaction.redact(accessToken)), version: \(version))"
+    }
+}

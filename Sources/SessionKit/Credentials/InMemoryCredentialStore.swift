@@ -1,0 +1,44 @@
+import Synchronization
+
+/// A credential store that keeps records in this process's memory only: for tests and for apps that must
+/// not persist credentials at all.
+public final class InMemoryCredentialStore: CredentialStore {
+    private let records = Mutex<[Account: CredentialRecord]>([:])
+
+    /// Creates an empty store.
+    public init() {}
+
+    /// Replaces the record of `record.account`.
+    ///
+    /// - Parameter record: The record to store.
+    public func save(_ record: CredentialRecord) async {
+        records.withLock { $0[record.account] = record }
+    }
+
+    /// The record stored for `account`.
+    ///
+    /// - Parameter account: The account to look up.
+    /// - Returns: The record, or `nil`.
+    public func load(for account: Account) async -> CredentialRecord? {
+        records.withLock { $0[account] }
+    }
+
+    /// Deletes the record of `account`.
+    ///
+    /// - Parameter account: The account whose record to delete.
+    public func delete(for account: Account) async {
+        _ = records.withLock { $0.removeValue(forKey: account) }
+    }
+
+    /// Deletes every record.
+    public func deleteAll() async {
+        records.withLock { $0.removeAll() }
+    }
+
+    /// The accounts that have a record.
+    ///
+    /// - Returns: The accounts.
+    public func accounts() async -> [Account] {
+        records.withLock { Array($0.keys) }
+    }
+}
