@@ -1,0 +1,95 @@
+import Synchronization
+
+/// A credential store with every operation on one account serialized, in the order it was asked for.
+///
+/// Sessions and the sign-out purge reach the store only through a vault. Because operations on one account
+/// run strictly in order, a purge enqueued after a session stopped admitting writes runs after every write
+/// that session admitted: the last operation on a signed-out account's record is always its deletion.
+public final class CredentialVault: Sendable {
+    /// The store behind the vault.
+    public let store: any CredentialStore
+    private let queues = Mutex<[Account: SerialQueue]>([:])
+
+    /// Creates a vault over `store`.
+    ///
+    /// - Parameter store: The store that keeps the records.
+    public init(store: any CredentialStore) {
+        self.store = store
+    }
+
+    private func queue(for account: Account) -> SerialQueue {
+        queues.withLock { queues in
+            if let queue = queues[account] { return queue }
+            let queue = SerialQueue()
+            queues[account] = queue
+            return queue
+        }
+    }
+
+    /// Enqueues a save of `record` and returns at once; await the task for the outcome.
+    ///
+    /// - Parameter record: The record to store.
+    /// - Returns: The pending save; its value is the error, if the save failed.
+    @discardableResult
+    func enqueueSave(_ record: CredentialRecord) -> Task<(any Error)?, Never> {
+        let store = self.store
+        return queue(for: record.account).enqueue {
+            do {
+                try await store.save(record)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    /// Enqueues the deletion of `account`'s record and returns at once; await the task for the outcome.
+    ///
+    /// - Parameter account: The account whose record to delete.
+    /// - Returns: The pending deletion; its value is the error, if the deletion failed.
+    @discardableResult
+    func enqueueDelete(for account: Account) -> Task<(any Error)?, Never> {
+        let store = self.store
+        return queue(for: account).enqueue {
+            do {
+                try await store.delete(for: account)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    /// Loads `account`'s record after every operation enqueued before this call has finished.
+    ///
+    /// - Parameter account: The account to look up.
+    /// - Returns: The record, or `nil`.
+    /// - Throws: What the store throws.
+    public func load(for account: Account) async throws -> CredentialRecord? {
+        let store = self.store
+        let result = await queue(for: account).enqueue { () -> Result<CredentialRecord?, any Error> in
+            do {
+                return .success(try await store.load(for: account))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
+    }
+
+    /// Saves `record`, in order with the account's other operations, and waits for it.
+    ///
+    /// - Parameter record: The record to store.
+    /// - Throws: What the store throws.
+    public func save(_ record: CredentialRecord) async throws {
+        if let error = await enqueueSave(record).value { throw error }
+    }
+
+    /// Deletes `account`'s record, in order with the account's other operations, and waits for it.
+    ///
+    /// - Parameter account: The account whose record to delete.
+    /// - Throws: What the store throws.
+    public func delete(for account: Account) async throws {
+        if let error = await enqueueDelete(for: account).value { throw error }
+    }
+}

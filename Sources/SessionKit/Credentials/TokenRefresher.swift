@@ -1,0 +1,250 @@
+import Foundation
+import Synchronization
+
+/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a ``TokenRefresher`` calls.
+///
+/// `OAuthClient` is the implementation SessionKit ships; tests and apps with their own token service can
+/// provide another.
+public protocol TokenEndpoint: Sendable {
+    /// Sends a `refresh_token` grant and returns the new tokens.
+    ///
+    /// - Parameter refreshToken: The refresh token to present.
+    /// - Returns: The new token set, its expiry measured from the moment the response arrived.
+    /// - Throws: ``SessionError``: `refreshRejected` for `invalid_grant`, `providerOutage` for 5xx and 429,
+    ///   `networkUnavailable`, `timedOut`, `malformedTokenResponse`, `authorizationFailed`.
+    func refresh(using refreshToken: String) async throws -> TokenSet
+}
+
+/// When a session refreshes its access token, and the bounds that stop a refresh loop.
+public struct RefreshPolicy: Sendable {
+    /// Refresh proactively when less than this remains of the access token's lifetime.
+    public var leeway: Duration
+    /// Each session adds a random part of this to its leeway, so many clients do not refresh in step.
+    public var jitter: Duration
+    /// At most this many refreshes, successful ones included, within ``window``.
+    public var maximumRefreshes: Int
+    /// The window of the loop guard.
+    public var window: Duration
+    /// How long a caller waits for a refresh before giving up with `refreshTimedOut`.
+    public var waitTimeout: Duration
+    /// How transient token-endpoint failures (network, 5xx, 429) are retried within one refresh.
+    public var retryPolicy: RetryPolicy
+
+    /// Creates a policy.
+    ///
+    /// - Parameters:
+    ///   - leeway: Proactive refresh margin.
+    ///   - jitter: Random extra margin per session.
+    ///   - maximumRefreshes: Loop guard count.
+    ///   - window: Loop guard window.
+    ///   - waitTimeout: Bound on waiting for a refresh.
+    ///   - retryPolicy: Retries of transient failures.
+    public init(
+        leeway: Duration = .seconds(60),
+        jitter: Duration = .seconds(15),
+        maximumRefreshes: Int = 5,
+        window: Duration = .seconds(30),
+        waitTimeout: Duration = .seconds(30),
+        retryPolicy: RetryPolicy = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(500))
+    ) {
+        self.leeway = leeway
+        self.jitter = jitter
+        self.maximumRefreshes = maximumRefreshes
+        self.window = window
+        self.waitTimeout = waitTimeout
+        self.retryPolicy = retryPolicy
+    }
+}
+
+/// Refreshes one session's access token: one refresh at a time, never after the session ended.
+///
+/// - Single flight: callers that need a refresh while one is running wait for that one; K concurrent 401s
+///   make one token request.
+/// - A 401 for a token that has since been replaced is answered with the current token, without a refresh.
+/// - The result is committed (memory, then the credential store) in one step that first checks the session is
+///   still active, and the store write completes before any waiter resumes. A result that arrives after the
+///   session ended is dropped: stored nowhere, used by nothing; its waiters get `sessionEnded`.
+/// - Transient failures are retried with backoff and full jitter, honouring `Retry-After`; `invalid_grant` is
+///   terminal.
+/// - A loop guard caps refreshes per window.
+actor TokenRefresher {
+    private struct Flight: Sendable {
+        let task: Task<Void, Never>
+        let result: Broadcast<String>
+    }
+
+    nonisolated let endpoint: any TokenEndpoint
+    nonisolated let policy: RefreshPolicy
+    nonisolated let clock: any SessionClock
+    /// This session's share of the jitter, drawn once.
+    nonisolated let jitterOffset: Duration
+    /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
+    private nonisolated let current = Mutex<Flight?>(nil)
+    private nonisolated let ended = Atomic<Bool>(false)
+    private nonisolated let tokenRequestCount = Counter()
+    private var history: [ContinuousClock.Instant] = []
+
+    init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
+        self.endpoint = endpoint
+        self.policy = policy
+        self.clock = clock
+        let fraction = Double.random(in: 0..<1)
+        self.jitterOffset = policy.jitter * fraction
+    }
+
+    /// How many token requests this refresher has sent.
+    nonisolated var tokenRequests: Int { tokenRequestCount.value }
+
+    /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called by `UserSession.end()`.
+    nonisolated func sessionEnded() {
+        ended.store(true, ordering: .sequentiallyConsistent)
+        let flight = current.withLock { flight -> Flight? in
+            defer { flight = nil }
+            return flight
+        }
+        flight?.task.cancel()
+        flight?.result.resolve(.failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight")))
+    }
+
+    /// Refreshes first when the session's access token is within the leeway of expiring.
+    ///
+    /// - Parameter session: The session.
+    /// - Throws: What a refresh throws.
+    func refreshIfExpiring(_ session: UserSession) async throws {
+        guard let tokens = session.tokens else { throw SessionError.ended }
+        guard tokens.isExpired(at: clock.now, leeway: policy.leeway + jitterOffset) else { return }
+        _ = try await refresh(session, rejected: nil)
+    }
+
+    /// Recovers from a 401 to a request sent with `rejectedToken`.
+    ///
+    /// - Parameters:
+    ///   - session: The session.
+    ///   - rejectedToken: The access token the rejected request carried.
+    /// - Throws: What a refresh throws.
+    func recover(_ session: UserSession, rejectedToken: String) async throws {
+        _ = try await refresh(session, rejected: rejectedToken)
+    }
+
+    /// Refreshes now (single flight), whatever the token's expiry.
+    ///
+    /// - Parameter session: The session.
+    /// - Returns: The new access token.
+    /// - Throws: What a refresh throws.
+    func forceRefresh(_ session: UserSession) async throws -> String {
+        try await refresh(session, rejected: nil, force: true)
+    }
+
+    private func refresh(_ session: UserSession, rejected: String?, force: Bool = false) async throws -> String {
+        guard !ended.load(ordering: .sequentiallyConsistent), let tokens = session.tokens else {
+            throw SessionError.ended
+        }
+        // The request was sent with a token that has since been replaced: replay with the current one.
+        if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
+        if let flight = current.withLock({ $0 }) { return try await wait(for: flight) }
+        if !force, rejected == nil, !tokens.isExpired(at: clock.now, leeway: policy.leeway + jitterOffset) {
+            return tokens.accessToken
+        }
+
+        // Loop guard: successful refreshes count too.
+        let now = clock.now
+        history.removeAll { $0.advanced(by: policy.window) <= now }
+        guard history.count < policy.maximumRefreshes else {
+            throw SessionError(
+                .excessiveRefresh,
+                "\(history.count) refreshes within \(policy.window); refusing another"
+            )
+        }
+        guard let refreshToken = tokens.refreshToken else {
+            throw SessionError(.accessExpired, "the access token was rejected and there is no refresh token")
+        }
+        history.append(now)
+
+        let result = Broadcast<String>()
+        let task = Task { [endpoint, policy, clock, tokenRequestCount] in
+            let outcome = await Self.run(
+                endpoint: endpoint,
+                refreshToken: refreshToken,
+                policy: policy,
+                clock: clock,
+                counter: tokenRequestCount,
+                session: session
+            )
+            result.resolve(outcome)
+        }
+        let flight = Flight(task: task, result: result)
+        current.withLock { $0 = flight }
+        if ended.load(ordering: .sequentiallyConsistent) { sessionEnded() }
+        defer {
+            current.withLock { current in
+                if current?.result === result { current = nil }
+            }
+        }
+        return try await wait(for: flight)
+    }
+
+    private func wait(for flight: Flight) async throws -> String {
+        try await flight.result.value(
+            deadline: clock.now.advanced(by: policy.waitTimeout),
+            clock: clock,
+            timeoutError: SessionError(.refreshTimedOut, "gave up waiting \(policy.waitTimeout) for a token refresh")
+        )
+    }
+
+    /// Sends the refresh (with retries of transient failures) and commits its result.
+    private static func run(
+        endpoint: any TokenEndpoint,
+        refreshToken: String,
+        policy: RefreshPolicy,
+        clock: any SessionClock,
+        counter: Counter,
+        session: UserSession
+    ) async -> Result<String, any Error> {
+        var attempt = 1
+        while true {
+            guard !Task.isCancelled, session.isActive else {
+                return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+            }
+            do {
+                counter.increment()
+                let tokens = try await endpoint.refresh(using: refreshToken)
+                // Commit in one step that first checks the session is still active; then wait for the store
+                // write, so no waiter resumes before the rotated refresh token is durable.
+                switch session.commitRefreshed(tokens) {
+                case .ended:
+                    return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
+                case .committed(let accessToken, let write):
+                    if let write, let error = await write.value {
+                        session.report(.storageFailed(error))
+                    }
+                    session.report(.refreshed)
+                    return .success(accessToken)
+                }
+            } catch let error as SessionError where error.isTransient && attempt < policy.retryPolicy.maximumAttempts {
+                attempt += 1
+                let delay = policy.retryPolicy.delay(
+                    beforeAttempt: attempt,
+                    retryAfter: error.retryAfter,
+                    random: Double.random(in: 0..<1)
+                )
+                do { try await clock.sleep(for: delay) } catch {
+                    return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+                }
+            } catch let error as SessionError {
+                if error.code == .refreshRejected { session.report(.refreshRejected(error)) }
+                if error.code == .sessionEnded || !session.isActive {
+                    return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+                }
+                return .failure(error)
+            } catch is CancellationError {
+                return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+            } catch {
+                return .failure(SessionError(.networkUnavailable, "token request failed: \(type(of: error))"))
+            }
+        }
+    }
+}
+
+extension SessionError {
+    static var ended: SessionError { SessionError(.sessionEnded, "the session has ended") }
+}

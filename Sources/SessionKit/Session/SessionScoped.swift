@@ -1,0 +1,137 @@
+import Observation
+import Synchronization
+
+/// State that belongs to the current session — a screen's data, a store's contents — and accepts writes only
+/// from that session while it is active.
+///
+/// Bind the container to the current session with ``bind(to:)`` (``SessionManager`` does this for the
+/// containers registered with it). A result is committed with ``commit(_:from:)``, which checks, at the moment
+/// of the commit — after the last `await` of the work that produced it — that the producing session is the
+/// bound one, by identity, and still active. A refused commit is counted in ``discardedCommits``.
+///
+/// When the bound session ends or another is bound, the contents go back to the empty value synchronously,
+/// before any `await`, so the next frame shows nothing of the previous account.
+///
+/// ```swift
+/// let loans = SessionScoped<[Loan]>(empty: [])
+/// loans.bind(to: session)
+/// let (data, _) = try await session.data(for: request)
+/// loans.commit(try decoder.decode([Loan].self, from: data), from: session)  // refused if signed out meanwhile
+/// ```
+///
+/// - Important: Thread-safe; observable with Observation (`withObservationTracking`, SwiftUI).
+public final class SessionScoped<Value: Sendable>: Sendable, Observable {
+    private struct State {
+        var value: Value
+        var session: UserSession?
+        var discardedCommits = 0
+    }
+
+    private let registrar = ObservationRegistrar()
+    private let state: Mutex<State>
+    /// The value the container holds when no session's data is in it.
+    public let emptyValue: Value
+
+    /// Creates an unbound container holding `empty`.
+    ///
+    /// - Parameter empty: The value shown when no session's data is present.
+    public init(empty: Value) {
+        self.emptyValue = empty
+        self.state = Mutex(State(value: empty))
+    }
+
+    /// The current contents.
+    public var value: Value {
+        registrar.access(self, keyPath: \.value)
+        return state.withLock { $0.value }
+    }
+
+    /// The session whose data the container holds, if any.
+    public var session: UserSession? {
+        registrar.access(self, keyPath: \.session)
+        return state.withLock { $0.session }
+    }
+
+    /// How many commits were refused because their session was not the bound one or had ended.
+    public var discardedCommits: Int {
+        registrar.access(self, keyPath: \.discardedCommits)
+        return state.withLock { $0.discardedCommits }
+    }
+
+    /// Binds the container to `session`; if that changes the bound session, the contents are emptied at once.
+    ///
+    /// When the bound session ends, by whatever route, the contents are emptied synchronously in `end()`.
+    ///
+    /// - Parameter session: The session whose data the container will hold, or `nil`.
+    public func bind(to session: UserSession?) {
+        let changed = state.withLock { state -> Bool in
+            guard state.session !== session else { return false }
+            state.session = session
+            state.value = emptyValue
+            return true
+        }
+        guard changed else { return }
+        notifyAll()
+        guard let session else { return }
+        let id = session.id
+        session.onEnd { [weak self] in
+            self?.clear(ifBoundTo: id)
+        }
+    }
+
+    /// Replaces the contents with `value` if `session` is the bound session and still active.
+    ///
+    /// - Parameters:
+    ///   - value: The new contents.
+    ///   - session: The session whose work produced `value`.
+    /// - Returns: Whether the value was committed; a refusal is counted in ``discardedCommits``.
+    @discardableResult
+    public func commit(_ value: Value, from session: UserSession) -> Bool {
+        update(from: session) { $0 = value }
+    }
+
+    /// Changes the contents in place if `session` is the bound session and still active.
+    ///
+    /// - Parameters:
+    ///   - session: The session whose work produced the change.
+    ///   - change: The change; it runs under the container's lock and must not block or call back into it.
+    /// - Returns: Whether the change was applied; a refusal is counted in ``discardedCommits``.
+    @discardableResult
+    public func update(from session: UserSession, _ change: (inout Value) -> Void) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            // Identity, not account: a re-login of the same user is another session.
+            guard state.session === session, session.isActive else {
+                state.discardedCommits += 1
+                return false
+            }
+            change(&state.value)
+            return true
+        }
+        if accepted {
+            registrar.withMutation(of: self, keyPath: \.value) {}
+        } else {
+            registrar.withMutation(of: self, keyPath: \.discardedCommits) {}
+        }
+        return accepted
+    }
+
+    /// Empties the contents, keeping the binding.
+    public func clear() {
+        state.withLock { $0.value = emptyValue }
+        registrar.withMutation(of: self, keyPath: \.value) {}
+    }
+
+    private func clear(ifBoundTo id: UserSession.ID) {
+        let cleared = state.withLock { state -> Bool in
+            guard state.session?.id == id else { return false }
+            state.value = emptyValue
+            return true
+        }
+        if cleared { registrar.withMutation(of: self, keyPath: \.value) {} }
+    }
+
+    private func notifyAll() {
+        registrar.withMutation(of: self, keyPath: \.session) {}
+        registrar.withMutation(of: self, keyPath: \.value) {}
+    }
+}

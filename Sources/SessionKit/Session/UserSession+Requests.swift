@@ -1,0 +1,263 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension UserSession {
+    /// Sends `request` as this session's account and returns the response.
+    ///
+    /// The request carries `Authorization: Bearer <this session's access token>`. GET and HEAD responses are
+    /// served from and stored in the session's private ``cache`` per RFC 9111. A 401 is recovered once: when
+    /// the token it rejected has been replaced the request is replayed with the current one, otherwise one
+    /// refresh runs (shared with every other caller that needs one) and the request is replayed if its method
+    /// is idempotent or it carries an `Idempotency-Key`. Transport failures and retryable statuses are retried
+    /// per ``Configuration/retryPolicy`` under the same rule. Every other status is returned as is.
+    ///
+    /// - Parameter request: The request; an `Authorization` header in it is replaced.
+    /// - Returns: The body and the HTTP response.
+    /// - Throws: ``SessionError``: `sessionEnded` when the session ended before or while the request ran (never
+    ///   a network error), `accessExpired` or `sessionRevoked` for a 401 that could not be recovered,
+    ///   `backendDenied` for a 401 with `insufficient_scope`, `outcomeUnknown` for a non-idempotent request
+    ///   whose fate is unknown, `idempotencyConflict`, `networkUnavailable`, `timedOut`, `malformedResponse`,
+    ///   or refresh errors (`refreshRejected`, `excessiveRefresh`, `refreshTimedOut`, `providerOutage`).
+    ///   `CancellationError` when the calling task is cancelled.
+    public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let replayable = RetryPolicy.isReplayable(request)
+        let cacheable = (method == "GET" || method == "HEAD") && configuration.cacheMaximumBytes > 0
+        var attempt = 1
+        var recoveredFromUnauthorized = false
+        var bypassCache = false
+
+        while true {
+            try Task.checkCancellation()
+            if let refresher { try await refresher.refreshIfExpiring(self) }
+            guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
+                throw SessionError.ended
+            }
+            var outgoing = request
+            outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+
+            if cacheable && !bypassCache {
+                switch cache.lookup(for: outgoing) {
+                case .fresh(let cached):
+                    guard isActive else { throw SessionError.ended }
+                    return (cached.body, cached.response)
+                case .needsValidation(_, let conditionalHeaders):
+                    for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
+                case .miss:
+                    break
+                }
+            }
+
+            let sentAt = configuration.clock.now
+            let data: Data
+            let response: HTTPURLResponse
+            do {
+                (data, response) = try await send(outgoing)
+            } catch let failure as TransportFailure {
+                let error = failure.error(replayable: replayable)
+                if error.code == .sessionEnded {
+                    // URLError.cancelled: the session ended, or the calling task was cancelled.
+                    if !isActive { throw error }
+                    if Task.isCancelled { throw CancellationError() }
+                }
+                if replayable, failure.isRetryable, attempt < configuration.retryPolicy.maximumAttempts {
+                    attempt += 1
+                    try await backoff(before: attempt, retryAfter: nil)
+                    continue
+                }
+                throw error
+            }
+            // A response that arrives after `end()` is never handed over.
+            guard isActive else { throw SessionError.ended }
+
+            switch response.statusCode {
+            case 304 where cacheable && !bypassCache:
+                if let refreshed = cache.revalidated(response, for: outgoing) {
+                    return (refreshed.body, refreshed.response)
+                }
+                // The entry was evicted while the request was in flight: ask again, unconditionally.
+                bypassCache = true
+                continue
+            case 401:
+                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate") ?? ""
+                if challenge.contains("insufficient_scope") {
+                    throw SessionError(.backendDenied, "the token lacks the scope this request needs", statusCode: 401)
+                }
+                guard let refresher else {
+                    throw SessionError(.accessExpired, "the access token was rejected", statusCode: 401)
+                }
+                guard !recoveredFromUnauthorized else {
+                    // A fresh token was rejected too: the server no longer honours this session.
+                    throw SessionError(
+                        .sessionRevoked, "the server rejected a freshly refreshed token", statusCode: 401)
+                }
+                recoveredFromUnauthorized = true
+                try await refresher.recover(self, rejectedToken: token)
+                guard replayable else {
+                    throw SessionError(
+                        .accessExpired,
+                        "the access token was rejected; it has been refreshed, but a \(method) without an "
+                            + "Idempotency-Key is not replayed automatically",
+                        statusCode: 401
+                    )
+                }
+                continue
+            case let status
+            where replayable && configuration.retryPolicy.retryableStatuses.contains(status)
+                && attempt < configuration.retryPolicy.maximumAttempts:
+                attempt += 1
+                try await backoff(before: attempt, retryAfter: retryAfter(of: response))
+                continue
+            case let status
+            where (status == 409 || status == 422) && request.value(forHTTPHeaderField: "Idempotency-Key") != nil:
+                throw SessionError(
+                    .idempotencyConflict,
+                    "the server refused the Idempotency-Key request as a conflict",
+                    statusCode: response.statusCode
+                )
+            default:
+                break
+            }
+
+            if cacheable {
+                cache.store(
+                    response,
+                    body: data,
+                    for: outgoing,
+                    requestSentAt: sentAt,
+                    responseReceivedAt: configuration.clock.now
+                )
+            } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
+                cache.invalidate(for: outgoing)
+            }
+            return (data, response)
+        }
+    }
+
+    /// Sends `request` with a fresh token obtained now (single flight), whatever the current one's expiry.
+    ///
+    /// - Returns: Nothing; the session holds the new tokens afterwards.
+    /// - Throws: ``SessionError``: `accessExpired` when the session cannot refresh, and the refresh errors.
+    public func refreshTokens() async throws {
+        guard let refresher else {
+            throw SessionError(.accessExpired, "this session has no token endpoint to refresh with")
+        }
+        _ = try await refresher.forceRefresh(self)
+    }
+
+    private func backoff(before attempt: Int, retryAfter: Duration?) async throws {
+        let delay = configuration.retryPolicy.delay(
+            beforeAttempt: attempt,
+            retryAfter: retryAfter,
+            random: Double.random(in: 0..<1)
+        )
+        try await configuration.clock.sleep(for: delay)
+    }
+
+    private func retryAfter(of response: HTTPURLResponse) -> Duration? {
+        guard let value = response.value(forHTTPHeaderField: "Retry-After") else { return nil }
+        return RetryAfter.parse(value, now: configuration.clock.wallNow)
+    }
+
+    /// Creates, tracks and runs one URLSession task, under the lock that guards `isActive`.
+    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let handle = TaskHandle()
+        let (data, response): (Data, URLResponse) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let started = lifetime.withLock { lifetime -> Bool in
+                    guard lifetime.isActive else { return false }
+                    let id = lifetime.nextTaskID
+                    lifetime.nextTaskID &+= 1
+                    let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
+                        self?.taskFinished(id)
+                        if let error {
+                            continuation.resume(throwing: TransportFailure(underlying: error))
+                        } else if let response {
+                            continuation.resume(returning: (data ?? Data(), response))
+                        } else {
+                            continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+                        }
+                    }
+                    lifetime.tasks[id] = task
+                    handle.set(task)
+                    task.resume()
+                    return true
+                }
+                if !started { continuation.resume(throwing: SessionError.ended) }
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
+        }
+        return (data, http)
+    }
+
+    private func taskFinished(_ id: Int) {
+        _ = lifetime.withLock { $0.tasks.removeValue(forKey: id) }
+    }
+}
+
+/// The URLSession task of one request, so a Swift task cancellation can reach it.
+private final class TaskHandle: Sendable {
+    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+
+    func set(_ task: URLSessionTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> URLSessionTask? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}
+
+/// A request that failed below HTTP, with what is known about whether it reached the server.
+struct TransportFailure: Error {
+    let underlying: any Error
+
+    private var code: URLError.Code? { (underlying as? URLError)?.code }
+
+    /// Whether the request certainly never reached the server.
+    var wasNotSent: Bool {
+        guard let code else { return false }
+        return [.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet, .badURL]
+            .contains(code)
+    }
+
+    var isRetryable: Bool { code != .cancelled && code != .badURL }
+
+    func error(replayable: Bool) -> SessionError {
+        switch code {
+        case .cancelled?:
+            // `end()` and task cancellation both surface as URLError.cancelled; the caller re-checks which.
+            return SessionError(.sessionEnded, "the request was cancelled because its session ended")
+        case .timedOut? where !replayable:
+            return SessionError(.outcomeUnknown, "the request timed out after it may have reached the server")
+        case .timedOut?:
+            return SessionError(.timedOut, "the request timed out")
+        case .badServerResponse?, .cannotParseResponse?:
+            return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
+        default:
+            if !replayable && !wasNotSent {
+                return SessionError(
+                    .outcomeUnknown,
+                    "the connection failed after the request may have reached the server"
+                )
+            }
+            return SessionError(.networkUnavailable, "the request failed: \(code.map { "\($0.rawValue)" } ?? "?")")
+        }
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One signed-in account's session: the object whose lifetime bounds every request, cache entry and
+/// credential made on that account's behalf.
+///
+/// Every request goes through the session and carries this session's token, never "the current token".
+/// ``end()`` flips ``isActive`` once and for all, cancels every request in flight, invalidates the session's
+/// own `URLSession`, drops its cache and cookies and forgets its tokens. After that, the session starts no
+/// request and stores no credential: a request is refused with ``SessionError/Code/sessionEnded``.
+///
+/// A re-login of the same account creates a new session with a new ``id``: compare sessions by identity
+/// (`===`), never by account, when deciding whether a result may be committed.
+///
+/// - Important: Task creation and the flip of ``isActive`` happen under one lock, so no task is ever created
+///   on an invalidated `URLSession` (a fatal error on Linux), and no request leaves after ``end()`` returns.
+public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
+    /// A session's identity, unique per sign-in within the process.
+    public struct ID: Hashable, Sendable, CustomStringConvertible {
+        private static let counter = Atomic<UInt64>(0)
+
+        /// The raw value.
+        public let rawValue: UInt64
+
+        fileprivate static func next() -> ID {
+            ID(rawValue: counter.wrappingAdd(1, ordering: .relaxed).newValue)
+        }
+
+        /// `session-<n>`.
+        public var description: String { "session-\(rawValue)" }
+    }
+
+    /// How a session sends requests.
+    public struct Configuration: Sendable {
+        /// The longest a single attempt of a request may take.
+        public var requestTimeout: Duration
+        /// When requests are replayed after transport failures and retryable statuses.
+        public var retryPolicy: RetryPolicy
+        /// The byte bound of the session's private response cache; `0` disables caching.
+        public var cacheMaximumBytes: Int
+        /// Whether the access token is written to the credential store too (off: it stays in memory only).
+        public var storesAccessToken: Bool
+        /// The clock for expiry, backoff and timeouts.
+        public var clock: any SessionClock
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - requestTimeout: Per-attempt timeout.
+        ///   - retryPolicy: Replay rules.
+        ///   - cacheMaximumBytes: Cache bound; `0` disables it.
+        ///   - storesAccessToken: Whether the access token is persisted too.
+        ///   - clock: The clock to read.
+        public init(
+            requestTimeout: Duration = .seconds(30),
+            retryPolicy: RetryPolicy = RetryPolicy(),
+            cacheMaximumBytes: Int = 4 * 1024 * 1024,
+            storesAccessToken: Bool = false,
+            clock: any SessionClock = SystemClock()
+        ) {
+            self.requestTimeout = requestTimeout
+            self.retryPolicy = retryPolicy
+            self.cacheMaximumBytes = cacheMaximumBytes
+            self.storesAccessToken = storesAccessToken
+            self.clock = clock
+        }
+    }
+
+    struct Lifetime: ~Copyable {
+        var isActive = true
+        var tokens: TokenSet?
+        var tasks: [Int: URLSessionTask] = [:]
+        var nextTaskID = 0
+        var endHandlers: [@Sendable () -> Void] = []
+        var refreshes = 0
+        var eventHandler: (@Sendable (SessionEvent) -> Void)?
+    }
+
+    enum RefreshCommit {
+        case ended
+        case committed(accessToken: String, write: Task<(any Error)?, Never>?)
+    }
+
+    /// This sign-in's identity.
+    public let id: ID
+    /// Who the session acts for.
+    public let account: Account
+    /// How the session sends requests.
+    public let configuration: Configuration
+    /// The session's private HTTP cache: no other session can read it, and ``end()`` empties it.
+    public let cache: ResponseCache
+    let urlSession: URLSession
+    let vault: CredentialVault?
+    let refresher: TokenRefresher?
+    let lifetime: Mutex<Lifetime>
+
+    /// Creates an active session for `account` holding `tokens`.
+    ///
+    /// - Parameters:
+    ///   - account: Who the session acts for.
+    ///   - tokens: The session's credentials.
+    ///   - configuration: How it sends requests.
+    ///   - vault: Where rotated credentials are written; `nil` keeps them in memory only.
+    ///   - tokenEndpoint: How to refresh; `nil` means a 401 cannot be recovered.
+    ///   - refreshPolicy: When and how often to refresh.
+    public init(
+        account: Account,
+        tokens: TokenSet,
+        configuration: Configuration = Configuration(),
+        vault: CredentialVault? = nil,
+        tokenEndpoint: (any TokenEndpoint)? = nil,
+        refreshPolicy: RefreshPolicy = RefreshPolicy()
+    ) {
+        self.id = .next()
+        self.account = account
+        self.configuration = configuration
+        self.vault = vault
+        self.cache = ResponseCache(maximumBytes: configuration.cacheMaximumBytes, clock: configuration.clock)
+        var lifetime = Lifetime()
+        lifetime.tokens = tokens
+        self.lifetime = Mutex(lifetime)
+
+        // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
+        // the session's ResponseCache is the only cache, and it is this session's alone.
+        let urlConfiguration = URLSessionConfiguration.ephemeral
+        urlConfiguration.urlCache = nil
+        urlConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        urlConfiguration.httpShouldSetCookies = true
+        urlConfiguration.timeoutIntervalForRequest = configuration.requestTimeout.timeInterval
+        urlConfiguration.httpMaximumConnectionsPerHost = 64
+        self.urlSession = URLSession(configuration: urlConfiguration)
+        self.refresher = tokenEndpoint.map {
+            TokenRefresher(endpoint: $0, policy: refreshPolicy, clock: configuration.clock)
+        }
+    }
+
+    /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
+    public var isActive: Bool { lifetime.withLock { $0.isActive } }
+
+    /// The tokens the session holds now, or `nil` once it has ended.
+    public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
+
+    /// The number of requests in flight.
+    public var requestsInFlight: Int { lifetime.withLock { $0.tasks.count } }
+
+    /// The account and the session's identity.
+    public var description: String { "UserSession(\(id), \(account))" }
+
+    /// Runs `handler` once, synchronously, when the session ends; at once if it already has.
+    ///
+    /// - Parameter handler: What to run. It must not call back into this session's ``end()``.
+    public func onEnd(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = lifetime.withLock { lifetime -> Bool in
+            guard lifetime.isActive else { return true }
+            lifetime.endHandlers.append(handler)
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
+    /// `URLSession`, drops the cache and cookies, forgets the tokens and stops the refresher.
+    ///
+    /// Idempotent: only the first call does anything. It returns without waiting for the cancelled requests;
+    /// each of them throws ``SessionError/Code/sessionEnded``.
+    ///
+    /// - Returns: How many requests were in flight and cancelled (0 for calls after the first).
+    /// - Important: Once `end()` returns, the session creates no request and admits no credential write.
+    @discardableResult
+    public func end() -> Int {
+        let ended = lifetime.withLock { lifetime -> (tasks: [URLSessionTask], handlers: [@Sendable () -> Void])? in
+            guard lifetime.isActive else { return nil }
+            lifetime.isActive = false
+            lifetime.tokens = nil
+            let tasks = Array(lifetime.tasks.values)
+            lifetime.tasks.removeAll()
+            let handlers = lifetime.endHandlers
+            lifetime.endHandlers.removeAll()
+            return (tasks, handlers)
+        }
+        guard let ended else { return 0 }
+        // Nothing can create a task any more (the flag is down), so invalidating outside the lock is safe.
+        for task in ended.tasks { task.cancel() }
+        urlSession.invalidateAndCancel()
+        urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
+        cache.removeAll()
+        refresher?.sessionEnded()
+        for handler in ended.handlers { handler() }
+        return ended.tasks.count
+    }
+
+    // MARK: - Token commit
+
+    /// Replaces the session's tokens with a refresh result and admits its credential write, in one step that
+    /// first checks the session is still active.
+    ///
+    /// - Parameter tokens: The refresh result.
+    /// - Returns: `.ended` when the session ended (the result is dropped), else the new access token and the
+    ///   pending store write.
+    func commitRefreshed(_ tokens: TokenSet) -> RefreshCommit {
+        lifetime.withLock { lifetime -> RefreshCommit in
+            guard lifetime.isActive else { return .ended }
+            var merged = tokens
+            // RFC 6749 §6: a response without a refresh token keeps the old one.
+            if merged.refreshToken == nil { merged.refreshToken = lifetime.tokens?.refreshToken }
+            lifetime.tokens = merged
+            lifetime.refreshes += 1
+            // Enqueued under the lifetime lock: a purge enqueued after `end()` runs behind this write.
+            return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record(for: merged)))
+        }
+    }
+
+    /// Sets the handler that hears about refreshes, rejections and storage failures (the session manager).
+    ///
+    /// - Parameter handler: The handler, called on an arbitrary thread.
+    func setEventHandler(_ handler: (@Sendable (SessionEvent) -> Void)?) {
+        lifetime.withLock { $0.eventHandler = handler }
+    }
+
+    func report(_ event: SessionEvent) {
+        let handler = lifetime.withLock { $0.isActive ? $0.eventHandler : nil }
+        handler?(event)
+    }
+
+    /// Enqueues a write of the current tokens if the session is active.
+    ///
+    /// - Returns: The pending write, or `nil` when the session ended or has no vault.
+    func persistTokens() -> Task<(any Error)?, Never>? {
+        lifetime.withLock { lifetime in
+            guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
+            return vault?.enqueueSave(record(for: tokens))
+        }
+    }
+
+    func record(for tokens: TokenSet) -> CredentialRecord {
+        var expiry: Date?
+        if configuration.storesAccessToken, let lifetime = tokens.lifetime {
+            expiry = tokens.receivedAt.addingTimeInterval(lifetime.timeInterval)
+        }
+        return CredentialRecord(
+            account: account,
+            refreshToken: tokens.refreshToken,
+            accessToken: configuration.storesAccessToken ? tokens.accessToken : nil,
+            accessTokenExpiresAt: expiry,
+            idToken: configuration.storesAccessToken ? tokens.idToken : nil,
+            scope: tokens.scope,
+            tokenType: tokens.tokenType,
+            savedAt: configuration.clock.wallNow
+        )
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as Foundation's `TimeInterval`.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}
