@@ -1,0 +1,151 @@
+/// Where the app's current session stands: a pure value-type state machine.
+///
+/// ``SessionManager`` feeds it ``Event``s and publishes the result. Two rules shape the table:
+/// a network error never signs anyone out (an offline launch with stored credentials is ``active(_:offline:)``
+/// with `offline` set), and a cancelled biometric prompt changes nothing.
+public enum SessionState: Sendable, Hashable, CustomStringConvertible {
+    /// Reading stored credentials at launch, and finishing any purge a crash interrupted.
+    case restoring
+    /// No account is signed in.
+    case signedOut
+    /// A sign-in is under way.
+    case authenticating
+    /// An account is signed in; `offline` when the last attempt to reach the provider failed for the network.
+    case active(Account, offline: Bool)
+    /// An account is signed in and its access token is being refreshed.
+    case refreshing(Account)
+    /// The provider rejected the account's refresh token: the app shows sign-in for this account.
+    case reauthenticationRequired(Account)
+    /// Sign-in or restore failed for a reason the user must see.
+    case failed(SessionError)
+
+    /// What happens to a session, as the manager reports it to the state machine.
+    public enum Event: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// The app launched and restore began.
+        case restoreStarted
+        /// Restore found credentials for an account and the provider was reachable.
+        case restored(Account)
+        /// Restore found credentials for an account but the provider could not be reached.
+        case restoredOffline(Account)
+        /// Restore found no credentials.
+        case restoredNothing
+        /// A sign-in began.
+        case signInStarted
+        /// A sign-in completed for an account.
+        case signedIn(Account)
+        /// A sign-in failed.
+        case signInFailed(SessionError)
+        /// A token refresh began.
+        case refreshStarted
+        /// A token refresh completed.
+        case refreshSucceeded
+        /// A refresh failed for the network or an outage: transient.
+        case refreshFailedTransiently
+        /// The provider rejected the refresh token (`invalid_grant`).
+        case refreshRejected
+        /// The user cancelled a biometric or user-presence prompt.
+        case userCancelled
+        /// The current account was signed out and none other is current.
+        case signedOut
+        /// The app switched to another live account.
+        case switched(Account)
+
+        /// Representative values of every case, for exhaustive tests.
+        public static var allCases: [Event] {
+            let account = Account(issuer: "https://issuer.example", subject: "example")
+            return [
+                .restoreStarted, .restored(account), .restoredOffline(account), .restoredNothing, .signInStarted,
+                .signedIn(account), .signInFailed(SessionError(.authorizationFailed, "example")), .refreshStarted,
+                .refreshSucceeded, .refreshFailedTransiently, .refreshRejected, .userCancelled, .signedOut,
+                .switched(account),
+            ]
+        }
+
+        /// The event's name.
+        public var description: String {
+            switch self {
+            case .restoreStarted: "restoreStarted"
+            case .restored: "restored"
+            case .restoredOffline: "restoredOffline"
+            case .restoredNothing: "restoredNothing"
+            case .signInStarted: "signInStarted"
+            case .signedIn: "signedIn"
+            case .signInFailed: "signInFailed"
+            case .refreshStarted: "refreshStarted"
+            case .refreshSucceeded: "refreshSucceeded"
+            case .refreshFailedTransiently: "refreshFailedTransiently"
+            case .refreshRejected: "refreshRejected"
+            case .userCancelled: "userCancelled"
+            case .signedOut: "signedOut"
+            case .switched: "switched"
+            }
+        }
+    }
+
+    /// The account the state is about, if any.
+    public var account: Account? {
+        switch self {
+        case .active(let account, _), .refreshing(let account), .reauthenticationRequired(let account): account
+        case .restoring, .signedOut, .authenticating, .failed: nil
+        }
+    }
+
+    /// The state after `event`; an event that does not apply in this state leaves it unchanged.
+    ///
+    /// - Parameter event: What happened.
+    /// - Returns: The next state.
+    public func applying(_ event: Event) -> SessionState {
+        switch (self, event) {
+        // Restore begins only at launch-like moments, never in the middle of a live session.
+        case (.signedOut, .restoreStarted), (.failed, .restoreStarted): .restoring
+        case (.restoring, .restored(let account)): .active(account, offline: false)
+        case (.restoring, .restoredOffline(let account)): .active(account, offline: true)
+        case (.restoring, .restoredNothing): .signedOut
+
+        // A sign-in can begin from anywhere that is not already busy restoring or signing in.
+        case (.signedOut, .signInStarted), (.failed, .signInStarted), (.reauthenticationRequired, .signInStarted),
+            (.active, .signInStarted), (.refreshing, .signInStarted):
+            .authenticating
+        case (.authenticating, .signedIn(let account)), (.reauthenticationRequired, .signedIn(let account)):
+            .active(account, offline: false)
+        case (.authenticating, .signInFailed(let error)): .failed(error)
+        // A cancelled prompt during sign-in returns to signed out, without an error screen.
+        case (.authenticating, .userCancelled): .signedOut
+
+        case (.active(let account, _), .refreshStarted): .refreshing(account)
+        case (.refreshing(let account), .refreshSucceeded), (.active(let account, _), .refreshSucceeded):
+            .active(account, offline: false)
+        // The network never signs anyone out.
+        case (.refreshing(let account), .refreshFailedTransiently),
+            (.active(let account, _), .refreshFailedTransiently):
+            .active(account, offline: true)
+        case (.refreshing(let account), .refreshRejected), (.active(let account, _), .refreshRejected):
+            .reauthenticationRequired(account)
+        // A cancelled prompt while refreshing leaves the account signed in as it was; nothing loops.
+        case (.refreshing(let account), .userCancelled): .active(account, offline: false)
+
+        case (.restoring, .signedOut), (.authenticating, .signedOut), (.active, .signedOut), (.refreshing, .signedOut),
+            (.reauthenticationRequired, .signedOut), (.failed, .signedOut):
+            .signedOut
+        case (.active, .switched(let account)), (.refreshing, .switched(let account)),
+            (.reauthenticationRequired, .switched(let account)), (.signedOut, .switched(let account)),
+            (.failed, .switched(let account)):
+            .active(account, offline: false)
+
+        default: self
+        }
+    }
+
+    /// The state's name and account.
+    public var description: String {
+        switch self {
+        case .restoring: "restoring"
+        case .signedOut: "signedOut"
+        case .authenticating: "authenticating"
+        case .active(let account, let offline): "active(\(account)\(offline ? ", offline" : ""))"
+        case .refreshing(let account): "refreshing(\(account))"
+        case .reauthenticationRequired(let account): "reauthenticationRequired(\(account))"
+        case .failed(let error): "failed(\(error.code))"
+        }
+    }
+}
