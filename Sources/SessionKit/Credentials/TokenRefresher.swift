@@ -96,14 +96,16 @@ actor TokenRefresher {
     nonisolated var tokenRequests: Int { tokenRequestCount.value }
 
     /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called by `UserSession.end()`.
-    nonisolated func sessionEnded() {
+    nonisolated func sessionEnded(
+        with error: SessionError = SessionError(.sessionEnded, "the session ended while a refresh was in flight")
+    ) {
         ended.store(true, ordering: .sequentiallyConsistent)
         let flight = current.withLock { flight -> Flight? in
             defer { flight = nil }
             return flight
         }
         flight?.task.cancel()
-        flight?.result.resolve(.failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight")))
+        flight?.result.resolve(.failure(error))
     }
 
     /// Refreshes first when the session's access token is within the leeway of expiring.
@@ -159,6 +161,7 @@ actor TokenRefresher {
             throw SessionError(.accessExpired, "the access token was rejected and there is no refresh token")
         }
         history.append(now)
+        session.report(.refreshStarted)
 
         let result = Broadcast<String>()
         let task = Task { [endpoint, policy, clock, tokenRequestCount] in
@@ -170,6 +173,11 @@ actor TokenRefresher {
                 counter: tokenRequestCount,
                 session: session
             )
+            // Reported before the waiters resume, so the owner has reacted (ending the session, purging its
+            // credentials) by the time any caller sees the error.
+            if case .failure(let error as SessionError) = outcome {
+                session.report(error.code == .refreshRejected ? .refreshRejected(error) : .refreshFailed(error))
+            }
             result.resolve(outcome)
         }
         let flight = Flight(task: task, result: result)
@@ -231,7 +239,6 @@ actor TokenRefresher {
                     return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
                 }
             } catch let error as SessionError {
-                if error.code == .refreshRejected { session.report(.refreshRejected(error)) }
                 if error.code == .sessionEnded || !session.isActive {
                     return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
                 }

@@ -78,6 +78,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var endHandlers: [@Sendable () -> Void] = []
         var refreshes = 0
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
+        var writes: [Int: PendingWrite] = [:]
+        var handoffSession: URLSession?
+    }
+
+    struct PendingWrite: Sendable {
+        let policy: WritePolicy
+        let done: Broadcast<Void>
     }
 
     enum RefreshCommit {
@@ -95,6 +102,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public let cache: ResponseCache
     let urlSession: URLSession
     let vault: CredentialVault?
+    let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Mutex<Lifetime>
 
@@ -107,15 +115,18 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   - vault: Where rotated credentials are written; `nil` keeps them in memory only.
     ///   - tokenEndpoint: How to refresh; `nil` means a 401 cannot be recovered.
     ///   - refreshPolicy: When and how often to refresh.
+    ///   - ledger: Where the outcomes of writes in flight at sign-out are kept for the account's next session.
     public init(
         account: Account,
         tokens: TokenSet,
         configuration: Configuration = Configuration(),
         vault: CredentialVault? = nil,
         tokenEndpoint: (any TokenEndpoint)? = nil,
-        refreshPolicy: RefreshPolicy = RefreshPolicy()
+        refreshPolicy: RefreshPolicy = RefreshPolicy(),
+        ledger: WriteLedger? = nil
     ) {
         self.id = .next()
+        self.ledger = ledger
         self.account = account
         self.configuration = configuration
         self.vault = vault
@@ -172,7 +183,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// - Important: Once `end()` returns, the session creates no request and admits no credential write.
     @discardableResult
     public func end() -> Int {
-        let ended = lifetime.withLock { lifetime -> (tasks: [URLSessionTask], handlers: [@Sendable () -> Void])? in
+        end(refreshError: nil)
+    }
+
+    /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
+    func end(refreshError: SessionError?) -> Int {
+        typealias Ended = (tasks: [URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?)
+        let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             lifetime.isActive = false
             lifetime.tokens = nil
@@ -180,15 +197,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             lifetime.tasks.removeAll()
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (tasks, handlers)
+            return (tasks, handlers, lifetime.handoffSession)
         }
         guard let ended else { return 0 }
         // Nothing can create a task any more (the flag is down), so invalidating outside the lock is safe.
         for task in ended.tasks { task.cancel() }
         urlSession.invalidateAndCancel()
+        // Handed-off writes finish on their own session; it accepts no new task from now on.
+        ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
-        refresher?.sessionEnded()
+        if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
         return ended.tasks.count
     }

@@ -1,0 +1,33 @@
+/// Which token a revocation names (RFC 7009 §2.1 `token_type_hint`).
+public enum TokenTypeHint: String, Sendable, Hashable {
+    /// A refresh token.
+    case refreshToken = "refresh_token"
+    /// An access token.
+    case accessToken = "access_token"
+}
+
+/// Revokes a token at the authorization server (RFC 7009): what sign-out calls.
+///
+/// - Important: Implementations use a client of their own, never the signed-out session's, which has already
+///   been invalidated when revocation runs.
+public protocol TokenRevoker: Sendable {
+    /// Revokes `token`. A server that does not know the token answers 200 and this returns normally.
+    ///
+    /// - Parameters:
+    ///   - token: The token to revoke.
+    ///   - hint: Which kind of token it is.
+    /// - Throws: ``SessionError`` (`networkUnavailable`, `providerOutage`, `authorizationFailed`, `timedOut`).
+    func revoke(_ token: String, hint: TokenTypeHint) async throws
+}
+
+/// A biometric or user-presence check that guards the use of a refresh token.
+///
+/// On Apple platforms the Keychain store's access control shows the system prompt; elsewhere an app can
+/// supply its own, and tests supply a double.
+public protocol UserPresencePrompt: Sendable {
+    /// Asks the user to confirm their presence.
+    ///
+    /// - Parameter reason: Why, in words the user will see.
+    /// - Throws: ``SessionError`` with code `userCancelled` when the user cancels.
+    func confirmPresence(reason: String) async throws
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Writes queued while offline, belonging to one account and replayed only as that account.
+///
+/// The outbox lives in the account's directory. At sign-out it is deleted with the account's data or, if the
+/// app asks, set aside for the same account's next sign-in. ``flush(using:)`` refuses a session of any other
+/// account, so one user's queued writes are never sent with another user's token.
+public final class Outbox: Sendable {
+    /// One queued write. Requests are stored without their `Authorization` header.
+    public struct Entry: Codable, Sendable, Hashable {
+        /// The HTTP method.
+        public var method: String
+        /// The target URL.
+        public var url: URL
+        /// Header fields other than `Authorization`.
+        public var headers: [String: String]
+        /// The body.
+        public var body: Data?
+
+        /// Creates an entry from a request, dropping its `Authorization` header.
+        ///
+        /// - Parameter request: The write to queue.
+        /// - Throws: ``SessionError`` (`invalidInput`) when the request has no URL.
+        public init(_ request: URLRequest) throws {
+            guard let url = request.url else { throw SessionError(.invalidInput, "a queued write needs a URL") }
+            self.method = request.httpMethod ?? "POST"
+            self.url = url
+            var headers = request.allHTTPHeaderFields ?? [:]
+            for name in headers.keys where name.lowercased() == "authorization" { headers[name] = nil }
+            // Assigned once, at enqueue, so a flush that is interrupted and retried cannot apply a write twice.
+            if !headers.keys.contains(where: { $0.lowercased() == "idempotency-key" }) {
+                headers["Idempotency-Key"] = UUID().uuidString
+            }
+            self.headers = headers
+            self.body = request.httpBody
+        }
+
+        var request: URLRequest {
+            var request = URLRequest(url: url)
+            request.httpMethod = method
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            request.httpBody = body
+            return request
+        }
+    }
+
+    /// The account the outbox belongs to.
+    public let account: Account
+    private let file: URL?
+    private let entries: Mutex<[Entry]>
+
+    init(account: Account, file: URL?) {
+        self.account = account
+        self.file = file
+        var loaded: [Entry] = []
+        if let file, let data = try? Data(contentsOf: file) {
+            loaded = (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
+        }
+        self.entries = Mutex(loaded)
+    }
+
+    /// The queued writes, oldest first.
+    public var pending: [Entry] { entries.withLock { $0 } }
+
+    /// Queues a write.
+    ///
+    /// - Parameter request: The write; its `Authorization` header is not stored.
+    /// - Throws: ``SessionError`` (`invalidInput`, `storageFailure`).
+    public func enqueue(_ request: URLRequest) throws {
+        let entry = try Entry(request)
+        try entries.withLock { entries in
+            entries.append(entry)
+            try persist(entries)
+        }
+    }
+
+    /// Sends every queued write through `session`, oldest first, removing each one that got an answer.
+    ///
+    /// - Parameter session: A session of the outbox's own account.
+    /// - Returns: How many writes were sent.
+    /// - Throws: ``SessionError`` (`invalidInput`) when `session` belongs to another account, or the error of
+    ///   the first write that failed (it stays queued, with the ones after it).
+    @discardableResult
+    public func flush(using session: UserSession) async throws -> Int {
+        guard session.account == account else {
+            throw SessionError(.invalidInput, "an outbox is replayed only by a session of its own account")
+        }
+        var sent = 0
+        while let entry = entries.withLock({ $0.first }) {
+            _ = try await session.write(entry.request, policy: .discard)
+            try entries.withLock { entries in
+                if entries.first == entry { entries.removeFirst() }
+                try persist(entries)
+            }
+            sent += 1
+        }
+        return sent
+    }
+
+    private func persist(_ entries: [Entry]) throws {
+        guard let file else { return }
+        do {
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(),
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+            try JSONEncoder().encode(entries).write(to: file, options: .atomic)
+        } catch {
+            throw SessionError(.storageFailure, "could not write the outbox: \(error.localizedDescription)")
+        }
+    }
+}

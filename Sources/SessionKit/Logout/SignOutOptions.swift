@@ -1,0 +1,60 @@
+/// Which kinds of sign-out the app wants, and how long the server-side steps may take.
+///
+/// Local sign-out (detach, clear, cancel, purge) always happens and always completes. The server-side steps
+/// are best effort and bounded: an offline device or a hung endpoint never stops the local phases.
+public struct SignOutOptions: Sendable {
+    /// Where the account's queued writes go.
+    public enum OutboxDisposition: Sendable, Hashable {
+        /// Delete them with the account's other data.
+        case delete
+        /// Keep them aside for the same account's next sign-in; never replayed as anyone else.
+        case keepForAccount
+    }
+
+    /// Revoke the refresh token with RFC 7009 (which also ends its access tokens on most servers).
+    public var revokeRefreshToken: Bool
+    /// Revoke the access token too, for servers that keep access tokens alive after their refresh token.
+    public var revokeAccessToken: Bool
+    /// Ends the user's session on the app's own backend, given the tokens the session held (an injected step).
+    public var terminateServerSession: (@Sendable (TokenSet) async throws -> Void)?
+    /// Signs out of the identity provider (an injected step, such as an OIDC end-session call).
+    public var providerLogout: (@Sendable (Account) async throws -> Void)?
+    /// The bound on all server-side steps together.
+    public var serverTimeout: Duration
+    /// Whether ``SessionManager/signOut(_:options:)`` waits for the server-side steps (within
+    /// ``serverTimeout``) or lets them finish in the background.
+    public var waitForServer: Bool
+    /// What happens to the account's outbox.
+    public var outbox: OutboxDisposition
+
+    /// Creates options.
+    ///
+    /// - Parameters:
+    ///   - revokeRefreshToken: Revoke the refresh token.
+    ///   - revokeAccessToken: Revoke the access token.
+    ///   - terminateServerSession: The app's backend sign-out step.
+    ///   - providerLogout: The provider's sign-out step.
+    ///   - serverTimeout: The bound on the server-side steps.
+    ///   - waitForServer: Wait for them, or let them finish in the background.
+    ///   - outbox: What happens to queued writes.
+    public init(
+        revokeRefreshToken: Bool = true,
+        revokeAccessToken: Bool = false,
+        terminateServerSession: (@Sendable (TokenSet) async throws -> Void)? = nil,
+        providerLogout: (@Sendable (Account) async throws -> Void)? = nil,
+        serverTimeout: Duration = .seconds(5),
+        waitForServer: Bool = true,
+        outbox: OutboxDisposition = .delete
+    ) {
+        self.revokeRefreshToken = revokeRefreshToken
+        self.revokeAccessToken = revokeAccessToken
+        self.terminateServerSession = terminateServerSession
+        self.providerLogout = providerLogout
+        self.serverTimeout = serverTimeout
+        self.waitForServer = waitForServer
+        self.outbox = outbox
+    }
+
+    /// Local sign-out only: nothing is sent to any server.
+    public static var localOnly: SignOutOptions { SignOutOptions(revokeRefreshToken: false) }
+}

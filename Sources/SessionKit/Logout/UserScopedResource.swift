@@ -1,0 +1,41 @@
+/// Something that belongs to the signed-in user — notifications, an analytics identity, purchase entitlements,
+/// a database — with the step that purges it at sign-out.
+///
+/// Register resources with ``SessionManager/register(_:)``; they are purged in registration order, after
+/// the credentials and the account's directory. A purge that fails or is interrupted is retried at next launch
+/// before anything authenticates, so a purge step must be idempotent.
+public protocol UserScopedResource: Sendable {
+    /// A name for reports and logs.
+    var name: String { get }
+
+    /// Removes everything this resource holds for `account`.
+    ///
+    /// - Parameter account: The account signed out.
+    /// - Throws: Any error; the purge is retried at next launch.
+    func purge(for account: Account) async throws
+}
+
+/// A ``UserScopedResource`` made from a closure.
+public struct PurgeStep: UserScopedResource {
+    /// A name for reports and logs.
+    public let name: String
+    private let body: @Sendable (Account) async throws -> Void
+
+    /// Creates a purge step.
+    ///
+    /// - Parameters:
+    ///   - name: A name for reports.
+    ///   - body: The purge; it must be idempotent.
+    public init(_ name: String, _ body: @escaping @Sendable (Account) async throws -> Void) {
+        self.name = name
+        self.body = body
+    }
+
+    /// Runs the step.
+    ///
+    /// - Parameter account: The account signed out.
+    /// - Throws: What the step throws.
+    public func purge(for account: Account) async throws {
+        try await body(account)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+/// What a write in flight at sign-out does: a policy chosen per kind of write.
+public enum WritePolicy: Sendable, Hashable {
+    /// Sign-out waits up to this long for the write before cancelling it: for small writes the user just made.
+    case wait(Duration)
+    /// The write completes in the background after sign-out; its outcome is reported to the same account's
+    /// next session, never to another account.
+    case handOff
+    /// Sign-out cancels the write; the same account's next session is told to fetch the server's state
+    /// instead of replaying it.
+    case discard
+}
+
+/// What became of a write that was in flight at sign-out, kept for the same account's next session.
+public struct WriteReconciliation: Sendable, Hashable, CustomStringConvertible {
+    /// How the write ended.
+    public enum Outcome: Sendable, Hashable {
+        /// A handed-off write completed after sign-out with this HTTP status.
+        case completed(status: Int)
+        /// A handed-off write failed after sign-out; whether it applied is unknown.
+        case failed(SessionError.Code)
+        /// The write was cancelled at sign-out: fetch the server's state rather than replaying it.
+        case discarded
+    }
+
+    /// The account the write belonged to.
+    public let account: Account
+    /// The method and URL path of the write (no query, no body, no headers: nothing personal or secret).
+    public let summary: String
+    /// How it ended.
+    public let outcome: Outcome
+
+    /// The summary and outcome.
+    public var description: String { "\(summary): \(outcome)" }
+}
+
+/// Keeps, per account, what became of writes in flight at sign-out, until that account signs in again.
+///
+/// Entries of one account are handed only to a session of that same account (``take(for:)``), so nothing of
+/// one user's writes is ever reconciled, or replayed, as another.
+public final class WriteLedger: Sendable {
+    private let entries = Mutex<[Account: [WriteReconciliation]]>([:])
+
+    /// Creates an empty ledger.
+    public init() {}
+
+    func record(_ entry: WriteReconciliation) {
+        entries.withLock { $0[entry.account, default: []].append(entry) }
+    }
+
+    /// Removes and returns the entries of `account`.
+    ///
+    /// - Parameter account: The account signing in again.
+    /// - Returns: What became of its writes, oldest first.
+    public func take(for account: Account) -> [WriteReconciliation] {
+        entries.withLock { $0.removeValue(forKey: account) ?? [] }
+    }
+
+    /// The entries of `account`, left in place.
+    ///
+    /// - Parameter account: The account.
+    /// - Returns: Its entries, oldest first.
+    public func entries(for account: Account) -> [WriteReconciliation] {
+        entries.withLock { $0[account] ?? [] }
+    }
+}

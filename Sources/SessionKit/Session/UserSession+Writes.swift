@@ -1,0 +1,106 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension UserSession {
+    /// Sends a write (POST, PUT, PATCH, DELETE) with a policy for what sign-out does if it is still in flight.
+    ///
+    /// - `.wait(d)`: sign-out waits up to `d` for it, then cancels it.
+    /// - `.handOff`: it runs on a URLSession of its own that sign-out lets finish; its outcome is kept in the
+    ///   session's ``WriteLedger`` for the same account's next session. It is never replayed.
+    /// - `.discard`: sign-out cancels it; the ledger tells the account's next session to fetch the server's
+    ///   state instead of replaying it.
+    ///
+    /// - Parameters:
+    ///   - request: The write; it carries this session's token.
+    ///   - policy: What sign-out does with it.
+    /// - Returns: The body and the response.
+    /// - Throws: What ``data(for:)`` throws.
+    public func write(_ request: URLRequest, policy: WritePolicy) async throws -> (Data, HTTPURLResponse) {
+        let done = Broadcast<Void>()
+        let id = try lifetime.withLock { lifetime -> Int in
+            guard lifetime.isActive else { throw SessionError.ended }
+            let id = lifetime.nextTaskID
+            lifetime.nextTaskID &+= 1
+            lifetime.writes[id] = PendingWrite(policy: policy, done: done)
+            return id
+        }
+        defer {
+            _ = lifetime.withLock { $0.writes.removeValue(forKey: id) }
+            done.resolve(.success(()))
+        }
+        let summary = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
+        switch policy {
+        case .wait, .discard:
+            do {
+                return try await data(for: request)
+            } catch let error as SessionError where error.code == .sessionEnded && policy == .discard {
+                ledger?.record(WriteReconciliation(account: account, summary: summary, outcome: .discarded))
+                throw error
+            }
+        case .handOff:
+            do {
+                let result = try await sendHandedOff(request)
+                if !isActive {
+                    ledger?.record(
+                        WriteReconciliation(
+                            account: account,
+                            summary: summary,
+                            outcome: .completed(status: result.1.statusCode)
+                        )
+                    )
+                }
+                return result
+            } catch {
+                if !isActive {
+                    let code = (error as? SessionError)?.code ?? .networkUnavailable
+                    ledger?.record(WriteReconciliation(account: account, summary: summary, outcome: .failed(code)))
+                }
+                throw error
+            }
+        }
+    }
+
+    /// The writes in flight now, with their policies and completion signals (for sign-out).
+    var pendingWrites: [PendingWrite] {
+        lifetime.withLock { Array($0.writes.values) }
+    }
+
+    private func sendHandedOff(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
+            let started = lifetime.withLock { lifetime -> Bool in
+                guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { return false }
+                let session: URLSession
+                if let existing = lifetime.handoffSession {
+                    session = existing
+                } else {
+                    let configuration = URLSessionConfiguration.ephemeral
+                    configuration.urlCache = nil
+                    configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
+                    session = URLSession(configuration: configuration)
+                    lifetime.handoffSession = session
+                }
+                var outgoing = request
+                outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                let task = session.dataTask(with: outgoing) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: SessionError(.malformedResponse, "no response"))
+                    }
+                }
+                task.resume()
+                return true
+            }
+            if !started { continuation.resume(throwing: SessionError.ended) }
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
+        }
+        return (data, http)
+    }
+}
