@@ -1,0 +1,408 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A revoker scripted by the test.
+final class ScriptedRevoker: TokenRevoker {
+    let revoked = Mutex<[String]>([])
+    let gate: Gate?
+    let failure: SessionError?
+
+    init(gate: Gate? = nil, failure: SessionError? = nil) {
+        self.gate = gate
+        self.failure = failure
+    }
+
+    func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        if let gate { await gate.wait() }
+        if let failure { throw failure }
+        revoked.withLock { $0.append(token) }
+    }
+}
+
+struct CancellingPrompt: UserPresencePrompt {
+    let asked: Counter
+    func confirmPresence(reason: String) async throws {
+        asked.increment()
+        throw SessionError(.userCancelled, "the user cancelled")
+    }
+}
+
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("sessionkit-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+@Suite struct SessionManagerTests {
+    func rotatingEndpoint(gate: Gate? = nil) -> ScriptedTokenEndpoint {
+        ScriptedTokenEndpoint(gate: gate) { refreshToken, n in
+            let user = refreshToken.replacingOccurrences(of: "refresh-", with: "").prefix { $0 != "-" }
+            return TokenSet(accessToken: "token-\(user)-\(n)", refreshToken: "refresh-\(user)-\(n)", lifetime: .seconds(3600))
+        }
+    }
+
+    @Test func signOutRunsDetachClearCancelBeforeRevokeAndPurgesLast() async throws {
+        let gate = Gate()
+        let store = InMemoryCredentialStore()
+        let revoker = ScriptedRevoker(gate: gate)
+        let root = try temporaryDirectory()
+        let manager = SessionManager(
+            configuration: .init(store: store, revoker: revoker, dataDirectory: root)
+        )
+        let profile = SessionScoped<String>(empty: "")
+        manager.register(profile)
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        #expect(profile.commit("alice's profile", from: session))
+        let directory = try #require(manager.directory(for: alice))
+        try Data("private".utf8).write(to: directory.appendingPathComponent("notes.txt"))
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice")
+
+        let signOut = Task { await manager.signOut() }
+        await gate.waitForArrivals(1)  // revocation has started: every local phase before it is done
+        #expect(manager.current == nil)
+        #expect(manager.state == .signedOut)
+        #expect(profile.value == "")
+        #expect(!session.isActive)
+        #expect(try await store.load(for: alice) != nil, "purge comes after revocation")
+        gate.open()
+        let report = await signOut.value
+        #expect(report.refreshTokenRevocation == .succeeded)
+        #expect(revoker.revoked.withLock { $0 } == ["refresh-alice"])
+        #expect(report.purged.starts(with: ["credentials", "directory"]))
+        #expect(try await store.load(for: alice) == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
+    }
+
+    @Test func offlineSignOutStillCompletesLocallyWithinItsBound() async throws {
+        let clock = ManualClock()
+        let store = InMemoryCredentialStore()
+        let hung = ScriptedRevoker(gate: Gate())  // never answers
+        let manager = SessionManager(
+            configuration: .init(
+                store: store,
+                revoker: hung,
+                sessionConfiguration: UserSession.Configuration(clock: clock)
+            )
+        )
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let signOut = Task { await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5))) }
+        await eventually { clock.sleepers > 0 }
+        clock.advance(by: .seconds(5))
+        let report = await signOut.value
+        #expect(report.refreshTokenRevocation == .timedOut)
+        #expect(try await store.load(for: alice) == nil)
+        #expect(manager.sessions.isEmpty)
+
+        let offline = SessionManager(
+            configuration: .init(store: store, revoker: ScriptedRevoker(failure: SessionError(.networkUnavailable, "offline")))
+        )
+        try await offline.signIn(bob, tokens: tokens("bob"))
+        let offlineReport = await offline.signOut()
+        #expect(offlineReport.refreshTokenRevocation == .failed(.networkUnavailable))
+        #expect(try await store.accounts().isEmpty)
+    }
+
+    @Test func revocationCanFinishInTheBackground() async throws {
+        let gate = Gate()
+        let store = InMemoryCredentialStore()
+        let revoker = ScriptedRevoker(gate: gate)
+        let manager = SessionManager(configuration: .init(store: store, revoker: revoker))
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let report = await manager.signOut(options: SignOutOptions(waitForServer: false))
+        #expect(report.refreshTokenRevocation == .inBackground)
+        #expect(try await store.load(for: alice) == nil)
+        gate.open()
+        await eventually { revoker.revoked.withLock { $0 } == ["refresh-alice"] }
+    }
+
+    @Test func restoreWithStoredCredentialsBecomesActive() async throws {
+        let store = InMemoryCredentialStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        let endpoint = rotatingEndpoint()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let state = await manager.restore()
+        #expect(state == .active(alice, offline: false))
+        #expect(manager.current?.tokens?.accessToken == "token-alice-1")
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-1")
+    }
+
+    @Test func offlineLaunchWithStoredCredentialsIsActiveAndOffline() async throws {
+        let store = InMemoryCredentialStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.networkUnavailable, "offline") }
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, refreshPolicy: RefreshPolicy(retryPolicy: .never))
+        )
+        let state = await manager.restore()
+        #expect(state == .active(alice, offline: true))
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice", "a network error signs no one out")
+    }
+
+    @Test func restoreWithARotatedRefreshTokenRequiresReauthentication() async throws {
+        let store = InMemoryCredentialStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice-stale"))
+        let endpoint = ScriptedTokenEndpoint { _, _ in
+            throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
+        }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let state = await manager.restore()
+        #expect(state == .reauthenticationRequired(alice))
+        #expect(endpoint.count == 1, "no loop")
+        #expect(try await manager.vault.load(for: alice) == nil)
+        #expect(manager.current == nil)
+    }
+
+    @Test func restoreWithNothingStoredIsSignedOut() async throws {
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        #expect(await manager.restore() == .signedOut)
+    }
+
+    @Test func restoreFinishesAnInterruptedPurgeBeforeAuthenticating() async throws {
+        let root = try temporaryDirectory()
+        let store = InMemoryCredentialStore()
+        // A previous process recorded the intent to purge alice, then died before deleting anything.
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        let journal = root.appendingPathComponent("purge-pending")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
+        try JSONEncoder().encode(alice).write(to: journal.appendingPathComponent("\(alice.storageKey).json"))
+        let endpoint = rotatingEndpoint()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint, dataDirectory: root))
+        #expect(await manager.restore() == .signedOut)
+        #expect(endpoint.count == 0, "nothing authenticated with a record that was to be purged")
+        #expect(try await store.load(for: alice) == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: journal.path).isEmpty)
+    }
+
+    @Test func cancelledPresencePromptLeavesTheStateAsItWas() async throws {
+        let store = InMemoryCredentialStore()
+        let asked = Counter()
+        let endpoint = rotatingEndpoint()
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, userPresence: CancellingPrompt(asked: asked))
+        )
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+        #expect(error?.code == .userCancelled)
+        #expect(manager.state == .active(alice, offline: false))
+        #expect(asked.value == 1)
+        #expect(endpoint.count == 0)
+        #expect(try await store.load(for: alice) != nil, "no sign-out")
+    }
+
+    @Test func rejectedRefreshRequiresReauthenticationAndPurgesCredentials() async throws {
+        try await LocalServer.withRunning(handler: { _ in LocalServer.Response(status: 401) }) { server in
+            let store = InMemoryCredentialStore()
+            let endpoint = ScriptedTokenEndpoint { _, _ in
+                throw SessionError(.refreshRejected, "invalid_grant", oauthError: "invalid_grant")
+            }
+            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let error = await #expect(throws: SessionError.self) { try await session.data(for: get(server, "/me")) }
+            #expect(error?.code == .refreshRejected)
+            #expect(manager.state == .reauthenticationRequired(alice))
+            #expect(try await manager.vault.load(for: alice) == nil)
+            #expect(!session.isActive)
+            #expect(endpoint.count == 1)
+        }
+    }
+
+    @Test func refreshInFlightAtSignOutIsStoredNowhereAndNeverUsed() async throws {
+        try await LocalServer.withRunning(handler: { request in .json(#"{"t":"\#(request.bearerToken ?? "")"}"#) }) {
+            server in
+            let gate = Gate()
+            let store = InMemoryCredentialStore()
+            let endpoint = rotatingEndpoint(gate: gate)
+            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let refresh = Task { try await session.refreshTokens() }
+            await gate.waitForArrivals(1)
+            let report = await manager.signOut(options: .localOnly)
+            #expect(report.purged.contains("credentials"))
+            gate.open()
+            await #expect(throws: SessionError.self) { try await refresh.value }
+            #expect(try await store.load(for: alice) == nil)
+            #expect(session.tokens == nil)
+            let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
+            _ = try await bobSession.data(for: get(server, "/me"))
+            #expect(!server.requests.contains { $0.bearerToken == "token-alice-1" })
+            #expect(try await store.accounts() == [bob])
+        }
+    }
+
+    @Test func switchingKeepsTheOtherAccountAliveWithItsOwnToken() async throws {
+        try await LocalServer.withRunning(handler: { request in .json(#"{"name":"\#(user(of: request))"}"#) }) {
+            server in
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+            let screen = SessionScoped<String>(empty: "")
+            manager.register(screen)
+            let work = try await manager.signIn(alice, tokens: tokens("alice"))
+            #expect(screen.commit("alice's inbox", from: work))
+            let personal = try await manager.signIn(bob, tokens: tokens("bob"))
+            #expect(manager.current === personal)
+            #expect(screen.value == "", "the previous account's state is cleared on switch")
+            #expect(manager.sessions.count == 2)
+            #expect(work.isActive)
+            let (a, _) = try await work.data(for: get(server, "/me"))
+            let (b, _) = try await personal.data(for: get(server, "/me"))
+            #expect(text(a) == #"{"name":"alice"}"#)
+            #expect(text(b) == #"{"name":"bob"}"#)
+            #expect(!screen.commit("alice's late inbox", from: work), "not the current session")
+
+            try await manager.switchTo(work, endingOthers: true, options: .localOnly)
+            #expect(manager.current === work)
+            #expect(!personal.isActive)
+            #expect(manager.state == .active(alice, offline: false))
+            for request in server.requests {
+                #expect(["token-alice", "token-bob"].contains(request.bearerToken ?? ""))
+            }
+        }
+    }
+
+    @Test func unauthorizedAfterASwitchIsNeverReplayedWithTheOtherAccountsToken() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server in
+            server.route("/me") { request in
+                if request.bearerToken == "token-alice" {
+                    await gate.wait()
+                    return LocalServer.Response(status: 401)
+                }
+                return .json(#"{"t":"\#(request.bearerToken ?? "")"}"#)
+            }
+            let endpoint = rotatingEndpoint()
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: endpoint))
+            let a = try await manager.signIn(alice, tokens: tokens("alice"))
+            let request = Task { try await a.data(for: get(server, "/me")) }
+            await gate.waitForArrivals(1)
+            _ = try await manager.signIn(bob, tokens: tokens("bob"))  // switch to bob
+            gate.open()
+            let (body, _) = try await request.value
+            #expect(text(body) == #"{"t":"token-alice-1"}"#)
+            #expect(endpoint.presented == ["refresh-alice"])
+            #expect(!server.requests.contains { $0.path == "/me" && $0.bearerToken?.contains("bob") == true })
+        }
+    }
+
+    @Test func writesInFlightFollowTheirPolicyAndReconcileOnlyForTheirAccount() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server in
+            server.route("POST", "/rating") { _ in .json("{}") }
+            server.route("POST", "/upload") { _ in
+                await gate.wait()
+                return .json("{}", status: 201)
+            }
+            server.route("POST", "/sync") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let rating = Task { try await session.write(post(server, "/rating"), policy: .wait(.seconds(5))) }
+            let upload = Task { try await session.write(post(server, "/upload"), policy: .handOff) }
+            let sync = Task { try await session.write(post(server, "/sync"), policy: .discard) }
+            await gate.waitForArrivals(2)
+            _ = try await rating.value
+            let report = await manager.signOut(options: .localOnly)
+            #expect(report.writesHandedOff == 1)
+            #expect(report.writesDiscarded == 1)
+            gate.open()
+            let (_, uploaded) = try await upload.value
+            #expect(uploaded.statusCode == 201, "a handed-off write completes after sign-out")
+            await #expect(throws: SessionError.self) { try await sync.value }
+
+            let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
+            #expect(manager.ledger.take(for: bob.self).isEmpty, "nothing of alice's writes reaches bob")
+            _ = bobSession
+            let reconciliation = manager.ledger.take(for: alice)
+            #expect(Set(reconciliation.map(\.outcome)) == [.completed(status: 201), .discarded])
+            #expect(server.requests.filter { $0.path == "/upload" }.allSatisfy { $0.bearerToken == "token-alice" })
+        }
+    }
+
+    @Test func waitPolicyWritesAreWaitedForWithinTheirBound() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server in
+            server.route("POST", "/rating") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let rating = Task { try await session.write(post(server, "/rating"), policy: .wait(.seconds(30))) }
+            await gate.waitForArrivals(1)
+            let signOut = Task { await manager.signOut(options: .localOnly) }
+            await eventually { manager.current == nil }
+            gate.open()
+            let report = await signOut.value
+            _ = try await rating.value
+            #expect(report.writesWaitedFor == 1)
+            #expect(report.cancelledRequests == 0)
+        }
+    }
+
+    @Test func outboxIsKeptForItsAccountAndNeverReplayedAsAnother() async throws {
+        try await LocalServer.withRunning(handler: { _ in .json("{}") }) { server in
+            let root = try temporaryDirectory()
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
+            _ = try await manager.signIn(alice, tokens: tokens("alice"))
+            try manager.outbox(for: alice).enqueue(post(server, "/comment", body: "alice's comment"))
+            await manager.signOut(options: SignOutOptions(revokeRefreshToken: false, outbox: .keepForAccount))
+
+            let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
+            let kept = manager.restoreKeptOutbox(for: alice)
+            let refused = await #expect(throws: SessionError.self) { try await kept.flush(using: bobSession) }
+            #expect(refused?.code == .invalidInput)
+            #expect(server.requests.isEmpty)
+
+            let aliceAgain = try await manager.signIn(alice, tokens: tokens("alice-2"))
+            let outbox = manager.restoreKeptOutbox(for: alice)
+            #expect(outbox.pending.count == 1)
+            #expect(try await outbox.flush(using: aliceAgain) == 1)
+            #expect(server.requests.map(\.bearerToken) == ["token-alice-2"])
+            #expect(server.requests.first?.header("Idempotency-Key") != nil)
+        }
+    }
+
+    @Test func registeredResourcesArePurgedInOrderAndAFailureIsRetriedAtLaunch() async throws {
+        let root = try temporaryDirectory()
+        let order = Mutex<[String]>([])
+        let failOnce = Mutex(true)
+        let store = InMemoryCredentialStore()
+        func makeManager() -> SessionManager {
+            let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
+            manager.register(PurgeStep("notifications") { _ in order.withLock { $0.append("notifications") } })
+            manager.register(
+                PurgeStep("analytics") { _ in
+                    if failOnce.withLock({ defer { $0 = false }; return $0 }) { throw SessionError(.storageFailure, "x") }
+                    order.withLock { $0.append("analytics") }
+                }
+            )
+            return manager
+        }
+        let manager = makeManager()
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let report = await manager.signOut(options: .localOnly)
+        #expect(report.purgeFailures == ["analytics"])
+        #expect(order.withLock { $0 } == ["notifications"])
+        // Next launch: the interrupted purge is finished first.
+        _ = await makeManager().restore()
+        #expect(order.withLock { $0 } == ["notifications", "notifications", "analytics"])
+    }
+
+    @Test func statesArePublishedInOrder() async throws {
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        var iterator = manager.states.makeAsyncIterator()
+        #expect(await iterator.next() == .signedOut)
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        #expect(await iterator.next() == .authenticating)
+        #expect(await iterator.next() == .active(alice, offline: false))
+        await manager.signOut(options: .localOnly)
+        #expect(await iterator.next() == .signedOut)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+let issuer = "https://id.sessionkit.test"
+let alice = Account(issuer: issuer, subject: "alice", displayName: "Alice")
+let bob = Account(issuer: issuer, subject: "bob", displayName: "Bob")
+let carol = Account(issuer: issuer, subject: "carol", displayName: "Carol")
+
+/// A server whose routes answer with the user named by the bearer token `token-<user>[-<n>]`.
+func user(of request: LocalServer.Request) -> String {
+    guard let token = request.bearerToken, token.hasPrefix("token-") else { return "nobody" }
+    return String(token.dropFirst("token-".count).prefix { $0 != "-" })
+}
+
+func tokens(_ user: String, refresh: String? = nil, lifetime: Duration? = nil, clock: any SessionClock = SystemClock())
+    -> TokenSet
+{
+    TokenSet(
+        accessToken: "token-\(user)",
+        refreshToken: refresh ?? "refresh-\(user)",
+        lifetime: lifetime,
+        receivedAt: clock.now,
+        receivedAtWall: clock.wallNow
+    )
+}
+
+func get(_ server: LocalServer, _ path: String) -> URLRequest {
+    URLRequest(url: server.url(path))
+}
+
+func post(_ server: LocalServer, _ path: String, body: String = "{}") -> URLRequest {
+    var request = URLRequest(url: server.url(path))
+    request.httpMethod = "POST"
+    request.httpBody = Data(body.utf8)
+    return request
+}
+
+func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+/// Awaits `condition` by yielding, for state that changes on other threads without a signal to wait on.
+func eventually(_ condition: @Sendable () -> Bool) async {
+    while !condition() { await Task.yield() }
+}
+
+/// A token endpoint scripted by the test: counts calls, can be held at a gate, answers from a closure.
+final class ScriptedTokenEndpoint: TokenEndpoint {
+    private let calls = Mutex<[String]>([])
+    let gate: Gate?
+    let answer: @Sendable (String, Int) async throws -> TokenSet
+
+    init(gate: Gate? = nil, answer: @escaping @Sendable (String, Int) async throws -> TokenSet) {
+        self.gate = gate
+        self.answer = answer
+    }
+
+    var presented: [String] { calls.withLock { $0 } }
+    var count: Int { calls.withLock { $0.count } }
+
+    func refresh(using refreshToken: String) async throws -> TokenSet {
+        let n = calls.withLock { calls -> Int in
+            calls.append(refreshToken)
+            return calls.count
+        }
+        if let gate { await gate.wait() }
+        return try await answer(refreshToken, n)
+    }
+}
+
+extension SessionError.Code {
+    static func of(_ error: any Error) -> SessionError.Code? { (error as? SessionError)?.code }
+}
+
+/// A thread-safe counter for tests.
+final class Counter: Sendable {
+    private let storage = Mutex(0)
+    var value: Int { storage.withLock { $0 } }
+    func increment() { storage.withLock { $0 += 1 } }
+}
