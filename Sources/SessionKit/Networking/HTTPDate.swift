@@ -10,8 +10,10 @@ public enum HTTPDate {
     private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"].map { Array($0.utf8) }
     private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
         .map { Array($0.utf8) }
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        .map { Array($0.utf8) }
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .map { Array($0.utf8) }
     private static let gmt = Array("GMT".utf8)
     /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the years a 4-digit year can name.
     private static let earliestSeconds: Int64 = -62_135_596_800

@@ -56,6 +56,11 @@ struct ResponseCacheEntry: Sendable {
     /// Derives an entry from a response, or nil if the response's metadata forbids or defeats storing it.
     ///
     /// - Parameters:
+    ///   - response: The response as received.
+    ///   - body: Its body.
+    ///   - request: The request it answered, whose `Vary`-selected field values are recorded.
+    ///   - requestSentAt: The monotonic `request_time`.
+    ///   - responseReceivedAt: The monotonic `response_time`.
     ///   - wallClockAtReceipt: The wall-clock time when the response was received, for `Date` arithmetic.
     ///   - digest: Turns a request field value (nil: absent) into its digest.
     init?(
@@ -89,7 +94,8 @@ struct ResponseCacheEntry: Sendable {
             responseDelay: max(.zero, responseReceivedAt - requestSentAt),
             wallClockAtReceipt: wallClockAtReceipt
         )
-        self.cost = Self.fixedCost + body.count + fields.byteCount + (response.url?.absoluteString.utf8.count ?? 0)
+        self.cost =
+            Self.fixedCost + body.count + fields.byteCount + (response.url?.absoluteString.utf8.count ?? 0)
             + varyFieldNames.reduce(0) { $0 + $1.utf8.count + MemoryLayout<FieldDigest?>.stride }
     }
 

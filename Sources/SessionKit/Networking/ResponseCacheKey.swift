@@ -35,12 +35,14 @@ struct ResponseCacheKey: Hashable, Sendable {
             ?? bytes.count
         let scheme = lowercased(bytes[..<schemeEnd])
         // User information is case-sensitive; only the host and port after the last "@" are normalized.
-        let hostStart = (bytes[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 })
+        let hostStart =
+            (bytes[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 })
             ?? authorityStart
         var host = lowercased(bytes[hostStart..<authorityEnd])
         let defaultPort = scheme == Array("https".utf8) ? ":443" : scheme == Array("http".utf8) ? ":80" : nil
-        if let defaultPort, host.count > defaultPort.utf8.count, host.suffix(defaultPort.utf8.count).elementsEqual(
-            defaultPort.utf8)
+        if let defaultPort, host.count > defaultPort.utf8.count,
+            host.suffix(defaultPort.utf8.count).elementsEqual(
+                defaultPort.utf8)
         {
             host.removeLast(defaultPort.utf8.count)
         }
