@@ -355,7 +355,7 @@ private final class TestClock: SessionClock {
 
     @Test func aNotModifiedResponseForAnEvictedEntryReturnsNil() {
         // Room for about ten small entries.
-        let cache = makeCache(maximumBytes: 8 * 1_400)
+        let cache = makeCache(maximumBytes: 8 * 2_000)
         store(cache, request("/a"), response("/a", ["Cache-Control": "max-age=60", "ETag": #""v1""#]))
         clock.advance(by: .seconds(61))
         guard case .needsValidation(_, let conditional) = cache.lookup(for: request("/a")) else {
@@ -424,7 +424,7 @@ private final class TestClock: SessionClock {
     // MARK: - Bounds and eviction
 
     @Test func leastRecentlyUsedEntriesAreEvictedFirstWithinTheByteBound() {
-        let cache = makeCache(maximumBytes: 16_000)
+        let cache = makeCache(maximumBytes: 24_000)
         let headers = ["Cache-Control": "max-age=600"]
         for path in ["/a", "/b", "/c"] {
             store(cache, request(path), response(path, headers), body: String(repeating: "x", count: 600))
@@ -435,7 +435,7 @@ private final class TestClock: SessionClock {
         for index in 0..<20 {
             let path = "/n\(index)"
             store(cache, request(path), response(path, headers), body: String(repeating: "x", count: 600))
-            #expect(cache.totalBytes <= 16_000)
+            #expect(cache.totalBytes <= 24_000)
             let kept = cache.urisByRecency.map { String($0.dropFirst("https://api.example".count)) }
             evictionOrder += ["/b", "/c", "/a"].filter { !kept.contains($0) && !evictionOrder.contains($0) }
             // What survives is always the most recently used run, in order.
@@ -543,6 +543,10 @@ private final class TestClock: SessionClock {
         #expect(ResponseCacheKey.normalized(URL(string: "http://a.example:80/P")!) == "http://a.example/P")
         #expect(ResponseCacheKey.normalized(URL(string: "http://a.example:8080/")!) == "http://a.example:8080/")
         #expect(ResponseCacheKey.normalized(URL(string: "https://User@A.example/x")!) == "https://User@a.example/x")
+        // Already-normal URIs take the fast path and come back unchanged; a fragment is still dropped.
+        #expect(ResponseCacheKey.normalized(URL(string: "https://a.example/P?Q=1")!) == "https://a.example/P?Q=1")
+        #expect(ResponseCacheKey.normalized(URL(string: "https://a.example/p#Top")!) == "https://a.example/p")
+        #expect(ResponseCacheKey.normalized(URL(string: "https://a.example")!) == "https://a.example/")
     }
 
     @Test func conditionalAndRangeRequestsBypassTheCache() {

@@ -81,7 +81,7 @@ public final class ResponseCache: Sendable {
     /// Request fields that make the request conditional or partial: such a request is the caller's own
     /// validation (or range) and is sent as it is.
     private static let bypassingRequestFields = [
-        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range",
+        "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
     /// Fields a 304 must not overwrite in the stored response (RFC 9111 §3.1, §3.2): hop-by-hop fields,
     /// and the ones that describe the stored body's encoding and length.
@@ -126,12 +126,13 @@ public final class ResponseCache: Sendable {
     /// - Parameter request: The request about to be sent.
     /// - Returns: A fresh response, a response to validate with the conditional header fields to send, or a miss.
     public func lookup(for request: URLRequest) -> Lookup {
-        guard let (key, requestControl) = Self.cacheableRequest(request), !requestControl.noStore,
-            !Self.bypassingRequestFields.contains(where: { request.value(forHTTPHeaderField: $0) != nil })
+        let fields = HTTPRequestFields(request)
+        guard let (key, requestControl) = Self.cacheableRequest(request, fields: fields), !requestControl.noStore,
+            fields.isEmpty || !Self.bypassingRequestFields.contains(where: { fields.value($0) != nil })
         else { return .miss }
         let now = clock.now
         return storage.withLock { storage in
-            guard let slot = selectVariant(in: storage, for: key, request: request),
+            guard let slot = selectVariant(in: storage, for: key, fields: fields),
                 let entry = storage.entry(at: slot)
             else { return .miss }
             let age = entry.age(at: now)
@@ -168,7 +169,8 @@ public final class ResponseCache: Sendable {
         requestSentAt: ContinuousClock.Instant,
         responseReceivedAt: ContinuousClock.Instant
     ) {
-        guard let (key, requestControl) = Self.cacheableRequest(request), !requestControl.noStore,
+        let fields = HTTPRequestFields(request)
+        guard let (key, requestControl) = Self.cacheableRequest(request, fields: fields), !requestControl.noStore,
             response.statusCode != 304
         else { return }
         let now = clock.now
@@ -178,7 +180,7 @@ public final class ResponseCache: Sendable {
             entry = ResponseCacheEntry(
                 response: response,
                 body: body,
-                request: request,
+                requestFields: fields,
                 requestSentAt: requestSentAt,
                 responseReceivedAt: responseReceivedAt,
                 wallClockAtReceipt: wallClockAtReceipt,
@@ -188,11 +190,11 @@ public final class ResponseCache: Sendable {
         if let candidate = entry {
             let isUseful =
                 candidate.hasValidator
-                || (!candidate.cacheControl.noCache && candidate.age(at: now) < candidate.freshnessLifetime)
+                || (!candidate.noCache && candidate.age(at: now) < candidate.freshnessLifetime)
             if !isUseful || candidate.cost > maximumEntryBytes { entry = nil }
         }
         storage.withLock { storage in
-            for slot in matchingVariants(in: storage, for: key, request: request) {
+            for slot in matchingVariants(in: storage, for: key, fields: fields) {
                 storage.remove(slot)
             }
             if let entry { storage.insert(entry, for: key) }
@@ -220,12 +222,15 @@ public final class ResponseCache: Sendable {
         requestSentAt: ContinuousClock.Instant,
         responseReceivedAt: ContinuousClock.Instant
     ) -> CachedResponse? {
-        guard response.statusCode == 304, let (key, _) = Self.cacheableRequest(request) else { return nil }
+        let fields = HTTPRequestFields(request)
+        guard response.statusCode == 304, let (key, _) = Self.cacheableRequest(request, fields: fields) else {
+            return nil
+        }
         let now = clock.now
         let wallClockAtReceipt = wallClock(at: responseReceivedAt, now: now)
         let notModified = ResponseCacheEntry.fields(of: response)
         return storage.withLock { storage -> CachedResponse? in
-            let candidates = matchingVariants(in: storage, for: key, request: request).compactMap { slot in
+            let candidates = matchingVariants(in: storage, for: key, fields: fields).compactMap { slot in
                 storage.entry(at: slot).map { (slot: slot, entry: $0) }
             }
             let selected: (slot: Int, entry: ResponseCacheEntry)?
@@ -238,8 +243,8 @@ public final class ResponseCache: Sendable {
             } else if let lastModified = notModified.first("last-modified") {
                 selected = candidates.first { $0.entry.lastModified == lastModified }
             } else {
-                let sentTag = request.value(forHTTPHeaderField: "If-None-Match")
-                let sentDate = request.value(forHTTPHeaderField: "If-Modified-Since")
+                let sentTag = fields.value("if-none-match")
+                let sentDate = fields.value("if-modified-since")
                 selected = candidates.first { candidate in
                     (sentTag != nil && candidate.entry.entityTag == sentTag)
                         || (sentDate != nil && candidate.entry.lastModified == sentDate)
@@ -251,7 +256,7 @@ public final class ResponseCache: Sendable {
             let updated = ResponseCacheEntry(
                 response: merged,
                 body: stored.body,
-                request: request,
+                requestFields: fields,
                 requestSentAt: requestSentAt,
                 responseReceivedAt: responseReceivedAt,
                 wallClockAtReceipt: wallClockAtReceipt,
@@ -296,11 +301,14 @@ public final class ResponseCache: Sendable {
         storage.withLock { $0.keysByRecency.map(\.uri) }
     }
 
-    private static func cacheableRequest(_ request: URLRequest) -> (ResponseCacheKey, CacheControl)? {
+    private static func cacheableRequest(
+        _ request: URLRequest,
+        fields: HTTPRequestFields
+    ) -> (ResponseCacheKey, CacheControl)? {
         let method = request.httpMethod ?? "GET"
         guard method == "GET" || method == "HEAD", let url = request.url else { return nil }
         var control = CacheControl()
-        if let value = request.value(forHTTPHeaderField: "Cache-Control") {
+        if let value = fields.value("cache-control") {
             control = CacheControl(value)
             // A request whose directives cannot all be read might have said no-store: keep out of it.
             if control.isMalformed { control.noStore = true }
@@ -313,12 +321,12 @@ public final class ResponseCache: Sendable {
         age: Duration,
         requestControl: CacheControl
     ) -> Bool {
-        if entry.cacheControl.noCache || requestControl.noCache { return false }
+        if entry.noCache || requestControl.noCache { return false }
         let lifetime = entry.freshnessLifetime
         if let maxAge = requestControl.maxAge, age > .seconds(maxAge) { return false }
         if let minFresh = requestControl.minFresh, lifetime - age < .seconds(minFresh) { return false }
         if age < lifetime { return true }
-        guard let maxStale = requestControl.maxStale, !entry.cacheControl.mustRevalidate else { return false }
+        guard let maxStale = requestControl.maxStale, !entry.mustRevalidate else { return false }
         return age - lifetime <= .seconds(maxStale)
     }
 
@@ -326,26 +334,25 @@ public final class ResponseCache: Sendable {
     private func matchingVariants(
         in storage: borrowing ResponseCacheStorage,
         for key: ResponseCacheKey,
-        request: URLRequest
+        fields: HTTPRequestFields
     ) -> [Int] {
         storage.slots(for: key).filter { slot in
-            storage.entry(at: slot).map { matches($0, request) } ?? false
+            storage.entry(at: slot).map { matches($0, fields) } ?? false
         }
     }
 
     private func selectVariant(
         in storage: borrowing ResponseCacheStorage,
         for key: ResponseCacheKey,
-        request: URLRequest
+        fields: HTTPRequestFields
     ) -> Int? {
         storage.slots(for: key).first { slot in
-            storage.entry(at: slot).map { matches($0, request) } ?? false
+            storage.entry(at: slot).map { matches($0, fields) } ?? false
         }
     }
 
-    private func matches(_ entry: ResponseCacheEntry, _ request: URLRequest) -> Bool {
-        for (name, stored) in zip(entry.varyFieldNames, entry.varyDigests)
-        where digest(request.value(forHTTPHeaderField: name)) != stored {
+    private func matches(_ entry: ResponseCacheEntry, _ fields: HTTPRequestFields) -> Bool {
+        for (name, stored) in zip(entry.varyFieldNames, entry.varyDigests) where digest(fields.value(name)) != stored {
             return false
         }
         return true

@@ -21,7 +21,42 @@ struct ResponseCacheKey: Hashable, Sendable {
     }
 
     static func normalized(_ url: URL) -> String {
-        var bytes = Array(url.absoluteString.utf8)
+        let string = url.absoluteString
+        return isNormalized(string) ? string : rebuilt(string)
+    }
+
+    /// Whether `string` needs no change: the common case, checked in one pass without allocating.
+    private static func isNormalized(_ string: String) -> Bool {
+        var sawSchemeEnd = false
+        var inAuthority = false
+        var slashes = 0
+        for byte in string.utf8 {
+            if byte == UInt8(ascii: "#") { return false }
+            if !sawSchemeEnd {
+                if byte == UInt8(ascii: ":") {
+                    sawSchemeEnd = true
+                } else if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+                    return false
+                }
+            } else if !inAuthority {
+                guard byte == UInt8(ascii: "/") else { return false }
+                slashes += 1
+                inAuthority = slashes == 2
+            } else if byte == UInt8(ascii: "/") {
+                // The path has started; the rest may hold anything but a fragment.
+                return !string.utf8.contains(UInt8(ascii: "#"))
+            } else if byte == UInt8(ascii: "?") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "@")
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            {
+                // An empty path, a port, user information or upper case: take the careful route.
+                return false
+            }
+        }
+        return false
+    }
+
+    private static func rebuilt(_ string: String) -> String {
+        var bytes = Array(string.utf8)
         if let fragment = bytes.firstIndex(of: UInt8(ascii: "#")) {
             bytes.removeSubrange(fragment...)
         }
