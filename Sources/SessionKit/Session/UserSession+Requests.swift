@@ -76,7 +76,12 @@ extension UserSession {
 
             switch response.statusCode {
             case 304 where cacheable && !bypassCache:
-                if let refreshed = cache.revalidated(response, for: outgoing) {
+                if let refreshed = cache.revalidated(
+                    response,
+                    for: outgoing,
+                    requestSentAt: sentAt,
+                    responseReceivedAt: configuration.clock.now
+                ) {
                     return (refreshed.body, refreshed.response)
                 }
                 // The entry was evicted while the request was in flight: ask again, unconditionally.
