@@ -174,6 +174,9 @@ public final class FileCredentialStore: CredentialStore {
         }
         var status = stat()
         if stat(path, &status) != 0 {
+            if errno == ENOTDIR {
+                throw failure("cannot be created: a part of its path is a file, not a directory")
+            }
             guard errno == ENOENT else {
                 throw failure("cannot be examined: \(POSIXFile.Failure(errorNumber: errno).reason)")
             }
