@@ -18,7 +18,8 @@ let package = Package(
         .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
-        .testTarget(name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
+        .testTarget(
+            name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -154,7 +154,9 @@ import Testing
     @Test func garbageBytesAreCorrupt() async throws {
         var generator = SeededGenerator(seed: 0x5e55_10e0)
         for _ in 0..<20 {
-            let garbage = Data((0..<Int.random(in: 1...512, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let garbage = Data(
+                (0..<Int.random(in: 1...512, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator)
+                })
             try await expectCorrupt(garbage, saying: "not a JSON credential record")
         }
     }
@@ -164,7 +166,10 @@ import Testing
             let store = try FileCredentialStore(directory: directory)
             try await store.save(CredentialStoreContract.fullRecord(for: bob))
             // Bob's record, moved to where Alice's belongs.
-            #expect(rename(directory.appendingPathComponent(bob.storageKey).path, directory.appendingPathComponent(alice.storageKey).path) == 0)
+            #expect(
+                rename(
+                    directory.appendingPathComponent(bob.storageKey).path,
+                    directory.appendingPathComponent(alice.storageKey).path) == 0)
             #expect(try await store.accounts().isEmpty)
             let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
             #expect(error.code == .corruptCredentials)
@@ -178,7 +183,10 @@ import Testing
         try await TemporaryDirectory.with { directory in
             let store = try FileCredentialStore(directory: directory)
             try await store.save(CredentialStoreContract.fullRecord(for: bob))
-            #expect(symlink(directory.appendingPathComponent(bob.storageKey).path, directory.appendingPathComponent(alice.storageKey).path) == 0)
+            #expect(
+                symlink(
+                    directory.appendingPathComponent(bob.storageKey).path,
+                    directory.appendingPathComponent(alice.storageKey).path) == 0)
             let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
             #expect(error.code == .corruptCredentials)
             #expect(try await store.load(for: bob) == CredentialStoreContract.fullRecord(for: bob))
@@ -235,7 +243,9 @@ import Testing
         try await TemporaryDirectory.with { directory in
             let store = try FileCredentialStore(directory: directory)
             try await store.save(CredentialStoreContract.fullRecord(for: bob))
-            #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent(alice.storageKey).path, contents: bytes))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent(alice.storageKey).path, contents: bytes))
             #expect(try await store.accounts() == [bob])
             let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
             #expect(error.code == .corruptCredentials)

@@ -43,7 +43,8 @@
             try await store.save(CredentialStoreContract.fullRecord(for: bob))
             try await store.save(CredentialStoreContract.fullRecord(for: alice, version: 2))
             // Saving twice replaced the item rather than adding one.
-            #expect(try Self.keyringAccountKeys(service: service).sorted() == [alice.storageKey, bob.storageKey].sorted())
+            #expect(
+                try Self.keyringAccountKeys(service: service).sorted() == [alice.storageKey, bob.storageKey].sorted())
             try await store.delete(for: alice)
             #expect(try Self.keyringAccountKeys(service: service) == [bob.storageKey])
             try await store.deleteAll()
@@ -67,9 +68,10 @@
             let service = Self.uniqueService()
             let store = SecretServiceCredentialStore(service: service)
             // Garbage, a record of version 0, and Bob's record filed under Alice's name.
-            var old = try JSONSerialization.jsonObject(
-                with: JSONEncoder().encode(CredentialStoreContract.fullRecord(for: alice))
-            ) as? [String: Any]
+            var old =
+                try JSONSerialization.jsonObject(
+                    with: JSONEncoder().encode(CredentialStoreContract.fullRecord(for: alice))
+                ) as? [String: Any]
             old?["version"] = 0
             let cases: [(Data, String)] = [
                 (Data("not json \u{1}".utf8), "not a JSON credential record"),
@@ -93,17 +95,21 @@
 
         /// The `account` attribute of every item of `service`, as `secret-tool search --all` lists them.
         static func keyringAccountKeys(service: String) throws -> [String] {
-            let tool = try #require(ChildProcess.tool("secret-tool"), "secret-tool is missing (Debian: libsecret-tools)")
+            let tool = try #require(
+                ChildProcess.tool("secret-tool"), "secret-tool is missing (Debian: libsecret-tools)")
             let search = try ChildProcess(tool, ["search", "--all", "service", service], mergingStandardError: true)
             // The output holds the (test) secrets: parse it, never print it.
             let (output, _) = search.finish()
             let prefix = "attribute.account = "
-            return output.split(separator: "\n").filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+            return output.split(separator: "\n").filter { $0.hasPrefix(prefix) }.map {
+                String($0.dropFirst(prefix.count))
+            }
         }
 
         /// Stores bytes SessionKit did not write as the item of `key`, with SessionKit's schema and attributes.
         static func storeRawItem(service: String, key: String, secret: Data) throws {
-            let tool = try #require(ChildProcess.tool("secret-tool"), "secret-tool is missing (Debian: libsecret-tools)")
+            let tool = try #require(
+                ChildProcess.tool("secret-tool"), "secret-tool is missing (Debian: libsecret-tools)")
             let input = Pipe()
             let process = Process()
             process.executableURL = tool
@@ -140,7 +146,8 @@
             var environment = ProcessInfo.processInfo.environment
             environment["DBUS_SESSION_BUS_ADDRESS"] = nil
             environment["XDG_RUNTIME_DIR"] = nil
-            let check = try ChildProcess(child, ["secret-service-check", "dev.sessionkit.tests"], environment: environment)
+            let check = try ChildProcess(
+                child, ["secret-service-check", "dev.sessionkit.tests"], environment: environment)
             let (output, status) = check.finish()
             #expect(status == 0)
             #expect(output.hasPrefix("unavailable storeUnavailable: "), "\(output)")

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)
@@ -5,7 +7,6 @@
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
 
 /// A credential store that keeps one JSON file per account in a private directory: for servers, CI jobs and
 /// command-line tools, where no keychain or Secret Service is available.
@@ -217,7 +218,8 @@ public final class FileCredentialStore: CredentialStore {
 
     private static func writeAtomically(_ bytes: Data, key: String, in path: String) throws(SessionError) {
         func failure(_ step: String, _ error: POSIXFile.Failure) -> SessionError {
-            SessionError(.storageFailure, "cannot save the credential record \(key) in \(path): \(step): \(error.reason)")
+            SessionError(
+                .storageFailure, "cannot save the credential record \(key) in \(path): \(step): \(error.reason)")
         }
         var temporary = ""
         var descriptor: Int32 = -1
@@ -227,7 +229,7 @@ public final class FileCredentialStore: CredentialStore {
             temporary = "\(path)/.\(key)\(temporaryMarker)\(unique)"
             do {
                 descriptor = try POSIXFile.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-            } catch where error.errorNumber == EEXIST {
+            } catch  where error.errorNumber == EEXIST {
                 continue
             } catch {
                 throw failure("cannot create a temporary file (is the directory writable?)", error)
@@ -251,7 +253,9 @@ public final class FileCredentialStore: CredentialStore {
         if case .failure(let error) = written { throw failure("cannot write the temporary file", error) }
         let closed = close(descriptor)
         descriptor = -1
-        guard closed == 0 else { throw failure("cannot close the temporary file", POSIXFile.Failure(errorNumber: errno)) }
+        guard closed == 0 else {
+            throw failure("cannot close the temporary file", POSIXFile.Failure(errorNumber: errno))
+        }
         guard rename(temporary, "\(path)/\(key)") == 0 else {
             throw failure("cannot move the temporary file into place", POSIXFile.Failure(errorNumber: errno))
         }
@@ -268,9 +272,9 @@ public final class FileCredentialStore: CredentialStore {
         let descriptor: Int32
         do {
             descriptor = try POSIXFile.open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        } catch where error.errorNumber == ENOENT {
+        } catch  where error.errorNumber == ENOENT {
             return nil
-        } catch where error.errorNumber == ELOOP {
+        } catch  where error.errorNumber == ELOOP {
             throw SessionError(.corruptCredentials, "the credential record \(key) is a symbolic link")
         } catch {
             throw SessionError(.storageFailure, "cannot open the credential record \(key) in \(path): \(error.reason)")

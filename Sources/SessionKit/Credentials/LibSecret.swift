@@ -43,6 +43,14 @@
         typealias ErrorFree = @convention(c) (UnsafeMutableRawPointer?) -> Void
         typealias ListFreeFull = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
         typealias QuarkToString = @convention(c) (UInt32) -> UnsafePointer<CChar>?
+        typealias ServiceGetSync =
+            @convention(c) (Int32, OpaquePointer?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> OpaquePointer?
+        typealias CollectionForAliasSync =
+            @convention(c) (
+                OpaquePointer?, UnsafePointer<CChar>?, Int32, OpaquePointer?,
+                UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+            ) -> OpaquePointer?
+        typealias ObjectUnref = @convention(c) (OpaquePointer?) -> Void
 
         /// `SECRET_SCHEMA_NONE`: items also carry `xdg:schema`, and searches match it.
         static let schemaFlagsNone: Int32 = 0
@@ -64,6 +72,9 @@
         let errorFree: ErrorFree
         let listFreeFull: ListFreeFull
         let quarkToString: QuarkToString
+        let serviceGetSync: ServiceGetSync
+        let collectionForAliasSync: CollectionForAliasSync
+        let objectUnrefFunction: ObjectUnref
         /// `g_str_hash`, `g_str_equal` and `g_object_unref`, passed to C as callbacks; kept as addresses
         /// because raw pointers are not `Sendable`.
         private let stringHash: UInt
@@ -102,6 +113,13 @@
                 errorFree: try symbol(glib, "g_error_free", as: ErrorFree.self),
                 listFreeFull: try symbol(glib, "g_list_free_full", as: ListFreeFull.self),
                 quarkToString: try symbol(glib, "g_quark_to_string", as: QuarkToString.self),
+                serviceGetSync: try symbol(secret, "secret_service_get_sync", as: ServiceGetSync.self),
+                collectionForAliasSync: try symbol(
+                    secret,
+                    "secret_collection_for_alias_sync",
+                    as: CollectionForAliasSync.self
+                ),
+                objectUnrefFunction: try symbol(gobject, "g_object_unref", as: ObjectUnref.self),
                 stringHash: UInt(bitPattern: try address(glib, "g_str_hash")),
                 stringEqual: UInt(bitPattern: try address(glib, "g_str_equal")),
                 objectUnref: UInt(bitPattern: try address(gobject, "g_object_unref"))
@@ -138,7 +156,8 @@
 
         /// A new `GHashTable` of C strings (`g_str_hash`, `g_str_equal`), not owning its keys or values.
         func newStringTable() -> OpaquePointer? {
-            hashTableNew(UnsafeMutableRawPointer(bitPattern: stringHash), UnsafeMutableRawPointer(bitPattern: stringEqual))
+            hashTableNew(
+                UnsafeMutableRawPointer(bitPattern: stringHash), UnsafeMutableRawPointer(bitPattern: stringEqual))
         }
 
         /// Frees a `GList` of `GObject`s, unreferencing every element.
@@ -158,7 +177,8 @@
             var node = list
             while let current = node {
                 elements.append(current.load(as: UnsafeMutableRawPointer?.self))
-                node = current.load(fromByteOffset: MemoryLayout<UnsafeRawPointer>.stride, as: UnsafeMutableRawPointer?.self)
+                node = current.load(
+                    fromByteOffset: MemoryLayout<UnsafeRawPointer>.stride, as: UnsafeMutableRawPointer?.self)
             }
             return elements
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)
@@ -5,7 +7,6 @@
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
 
 /// Thin wrappers over the POSIX calls ``FileCredentialStore`` needs, each reporting failure as the `errno`
 /// text so callers can build a ``SessionError`` that says what the system refused.

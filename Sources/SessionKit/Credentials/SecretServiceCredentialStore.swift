@@ -43,15 +43,18 @@
             self.service = service
         }
 
-        /// Checks that libsecret can be loaded and that a Secret Service answers on the session bus.
+        /// Checks that libsecret can be loaded, that a Secret Service answers on the session bus, and that it
+        /// has a default keyring to store records in.
+        ///
+        /// A locked default keyring passes: on a desktop, the first use asks the user to unlock it.
         ///
         /// - Throws: ``SessionError`` `storeUnavailable` saying what is missing: the library, the session bus
-        ///   (`DBUS_SESSION_BUS_ADDRESS` unset), or the service (it did not answer, with D-Bus's reason).
+        ///   (`DBUS_SESSION_BUS_ADDRESS` unset), the service (it did not answer, with D-Bus's reason), or its
+        ///   default keyring.
         public func checkAvailability() async throws {
-            try await Self.queue.run { [service] in
+            try await Self.queue.run {
                 let library = try Self.prepare()
-                // Looking up an account key that no record can have reaches the service and finds nothing.
-                _ = try Self.lookup(library, service: service, key: "", action: "checking the Secret Service")
+                try Self.requireDefaultCollection(library)
             }
         }
 
@@ -76,7 +79,8 @@
                         let stored = secret.withUnsafeBufferPointer { buffer in
                             buffer.withMemoryRebound(to: CChar.self) { password in
                                 label.withCString { label in
-                                    library.passwordStorev(schema, attributes, nil, label, password.baseAddress, nil, &error)
+                                    library.passwordStorev(
+                                        schema, attributes, nil, label, password.baseAddress, nil, &error)
                                 }
                             }
                         }
@@ -170,6 +174,27 @@
                     + "and there is no $XDG_RUNTIME_DIR/bus; log in to a desktop session, or run under "
                     + "dbus-run-session with a keyring daemon"
             )
+        }
+
+        private static func requireDefaultCollection(_ library: LibSecret) throws(SessionError) {
+            let action = "checking for its default keyring"
+            var error: UnsafeMutableRawPointer?
+            let secretService = library.serviceGetSync(0, nil, &error)  // SECRET_SERVICE_NONE
+            defer { if let secretService { library.objectUnrefFunction(secretService) } }
+            if let error = library.takeError(error) { throw failure(error, action: action) }
+            guard let secretService else {
+                throw SessionError(.storeUnavailable, "the Secret Service did not answer while \(action)")
+            }
+            let collection = library.collectionForAliasSync(secretService, "default", 0, nil, &error)
+            defer { if let collection { library.objectUnrefFunction(collection) } }
+            if let error = library.takeError(error) { throw failure(error, action: action) }
+            guard collection != nil else {
+                throw SessionError(
+                    .storeUnavailable,
+                    "the Secret Service has no default keyring (no collection with the alias \"default\"); "
+                        + "create one in the desktop's keyring manager, or start the keyring daemon with --unlock"
+                )
+            }
         }
 
         private static func withSchema<T>(
@@ -293,13 +318,19 @@
             -> SessionError
         {
             let detail = "\(action): \(error.message) (\(error.domain) \(error.code))"
+            // GDBusError: SERVICE_UNKNOWN, NAME_HAS_NO_OWNER, NO_REPLY, IO_ERROR, NO_SERVER, TIMEOUT, NO_NETWORK,
+            // DISCONNECTED, TIMED_OUT: nothing answered.
+            let silent: Set<Int32> = [2, 3, 4, 5, 11, 12, 13, 15, 20]
             switch (error.domain, error.code) {
             case ("g-io-error-quark", 19):  // G_IO_ERROR_CANCELLED: a prompt was dismissed
                 return SessionError(.userCancelled, "the Secret Service prompt was cancelled while \(detail)")
-            case ("g-dbus-error-quark", _), ("g-io-error-quark", _):
+            case ("g-dbus-error-quark", let code) where silent.contains(code):
                 return SessionError(.storeUnavailable, "the Secret Service did not answer while \(detail)")
+            case ("g-dbus-error-quark", _), ("g-io-error-quark", _):
+                return SessionError(.storeUnavailable, "the Secret Service could not be used while \(detail)")
             case ("secret-error", 2):  // SECRET_ERROR_IS_LOCKED
-                return SessionError(.storeUnavailable, "the keyring is locked and could not be unlocked while \(detail)")
+                return SessionError(
+                    .storeUnavailable, "the keyring is locked and could not be unlocked while \(detail)")
             default:
                 return SessionError(.storageFailure, "the Secret Service failed while \(detail)")
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)
@@ -5,7 +7,6 @@
 #elseif canImport(Musl)
     import Musl
 #endif
-import Foundation
 
 /// Overwrites buffers that held credential material before they are released.
 ///

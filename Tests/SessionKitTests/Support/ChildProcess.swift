@@ -19,6 +19,7 @@ final class ChildProcess {
     ///   - arguments: Its arguments.
     ///   - environment: Its environment, or `nil` for this process's.
     ///   - mergingStandardError: Whether stderr is read with stdout (`secret-tool` prints attributes there).
+    /// - Throws: When the process cannot be started.
     init(
         _ executable: URL,
         _ arguments: [String],
@@ -43,7 +44,9 @@ final class ChildProcess {
                 return line
             }
             var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { read(output.fileHandleForReading.fileDescriptor, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes {
+                read(output.fileHandleForReading.fileDescriptor, $0.baseAddress, $0.count)
+            }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 {
                 guard !buffer.isEmpty else { return nil }

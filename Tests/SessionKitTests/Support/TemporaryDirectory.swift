@@ -15,7 +15,8 @@ enum TemporaryDirectory {
     /// - Throws: What `body` threw, or an error when the directory cannot be created.
     static func with<T>(_ body: (URL) async throws -> T) async throws -> T {
         var template = Array(
-            URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sessionkit-test-XXXXXX").path.utf8CString
+            URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sessionkit-test-XXXXXX").path
+                .utf8CString
         )
         guard let created = mkdtemp(&template) else {
             throw CocoaError(.fileWriteUnknown)
