@@ -291,7 +291,11 @@ public final class FileCredentialStore: CredentialStore {
         if status.st_mode & 0o077 != 0 { _ = fchmod(descriptor, 0o600) }
         let contents: Data?
         do {
-            contents = try POSIXFile.readAll(descriptor, limit: CredentialRecordCoding.maximumEncodedSize)
+            contents = try POSIXFile.readAll(
+                descriptor,
+                limit: CredentialRecordCoding.maximumEncodedSize,
+                expectedSize: Int(status.st_size)
+            )
         } catch {
             throw SessionError(.storageFailure, "cannot read the credential record \(key) in \(path): \(error.reason)")
         }

@@ -56,10 +56,12 @@ enum POSIXFile {
     /// - Parameters:
     ///   - descriptor: An open file.
     ///   - limit: The most bytes to accept.
+    ///   - expectedSize: The size `fstat` reported; the buffer is reserved at once, so that growing it does
+    ///     not leave unwiped copies of the contents in freed memory.
     /// - Returns: The bytes, or `nil` when the file holds more than `limit`.
     /// - Throws: ``Failure``.
-    static func readAll(_ descriptor: Int32, limit: Int) throws(Failure) -> Data? {
-        var data = Data()
+    static func readAll(_ descriptor: Int32, limit: Int, expectedSize: Int) throws(Failure) -> Data? {
+        var data = Data(capacity: min(max(expectedSize, 0), limit) + 1)
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         defer { SecureWipe.wipe(&chunk) }
         while true {

@@ -67,9 +67,12 @@
         public func save(_ record: CredentialRecord) async throws {
             try await Self.queue.run { [service] in
                 let library = try Self.prepare()
-                var secret = [UInt8](try CredentialRecordCoding.encode(record))
-                secret.append(0)
+                var json = try CredentialRecordCoding.encode(record)
+                defer { SecureWipe.wipe(&json) }
+                // Sized once, NUL included, so no reallocation leaves an unwiped copy behind.
+                var secret = [UInt8](repeating: 0, count: json.count + 1)
                 defer { SecureWipe.wipe(&secret) }
+                secret.withUnsafeMutableBytes { _ = json.copyBytes(to: $0) }
                 let key = record.account.storageKey
                 let label = "SessionKit credentials (\(service))"
                 try Self.withSchema(library) { schema throws(SessionError) in
