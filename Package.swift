@@ -16,7 +16,10 @@ let package = Package(
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
         .executableTarget(name: "SessionKitCLI", dependencies: ["SessionKit", "SessionKitTesting"]),
         .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
-        .testTarget(name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting"]),
+        // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
+        .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
+        .testTarget(
+            name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
     ],
     swiftLanguageModes: [.v6]

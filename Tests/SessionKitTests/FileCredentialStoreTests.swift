@@ -1,0 +1,282 @@
+import Foundation
+import SessionKit
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+@Suite struct FileCredentialStoreTests {
+    private let alice = CredentialStoreContract.account(1)
+    private let bob = CredentialStoreContract.account(2)
+
+    // MARK: - Contract
+
+    @Test(arguments: CredentialStoreContract.Check.allCases)
+    func meetsTheStoreContract(_ check: CredentialStoreContract.Check) async throws {
+        try await TemporaryDirectory.with { directory in
+            try await check.run { try FileCredentialStore(directory: directory.appendingPathComponent("store")) }
+        }
+    }
+
+    // MARK: - Layout and permissions
+
+    @Test func createsAPrivateDirectoryAndPrivateFiles() async throws {
+        try await TemporaryDirectory.with { root in
+            let directory = root.appendingPathComponent("a/b/credentials")
+            let store = try FileCredentialStore(directory: directory)
+            #expect(mode(of: directory) == 0o700)
+            #expect(mode(of: root.appendingPathComponent("a")) == 0o700)
+            try await store.save(CredentialStoreContract.fullRecord(for: alice))
+            #expect(try listing(directory) == [alice.storageKey])
+            #expect(mode(of: directory.appendingPathComponent(alice.storageKey)) == 0o600)
+        }
+    }
+
+    @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
+        try await TemporaryDirectory.with { root in
+            let directory = root.appendingPathComponent("shared")
+            #expect(mkdir(directory.path, 0o755) == 0)
+            #expect(chmod(directory.path, 0o755) == 0)
+            _ = try FileCredentialStore(directory: directory)
+            #expect(mode(of: directory) == 0o700)
+        }
+    }
+
+    @Test func refusesAPathThatIsAFile() async throws {
+        try await TemporaryDirectory.with { root in
+            let file = root.appendingPathComponent("file")
+            #expect(FileManager.default.createFile(atPath: file.path, contents: Data("x".utf8)))
+            let error = try #require(throws: SessionError.self) { try FileCredentialStore(directory: file) }
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains("not a directory"))
+        }
+    }
+
+    @Test func anUnwritableDirectoryIsAStorageFailure() async throws {
+        try await TemporaryDirectory.with { root in
+            let directory: URL
+            if geteuid() == 0 {
+                // Root writes through permission bits, so use a place nobody can create a directory in: a path
+                // whose parent is a regular file.
+                let file = root.appendingPathComponent("regular-file")
+                #expect(FileManager.default.createFile(atPath: file.path, contents: Data()))
+                directory = file.appendingPathComponent("credentials")
+            } else {
+                directory = root.appendingPathComponent("read-only")
+                #expect(mkdir(directory.path, 0o500) == 0)
+            }
+            let error = try #require(throws: SessionError.self) { try FileCredentialStore(directory: directory) }
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains(directory.path))
+            if geteuid() != 0 { #expect(error.message.contains("not writable")) }
+        }
+    }
+
+    @Test func aDirectoryThatStopsBeingWritableFailsTheSaveAndKeepsNothingHalfWritten() async throws {
+        try await TemporaryDirectory.with { root in
+            let directory = root.appendingPathComponent("credentials")
+            let store = try FileCredentialStore(directory: directory)
+            // Works as root too: the directory is replaced by a regular file, which nobody can create files in.
+            try FileManager.default.removeItem(at: directory)
+            #expect(FileManager.default.createFile(atPath: directory.path, contents: Data()))
+            let record = CredentialStoreContract.fullRecord(for: alice)
+            let error = try await #require(throws: SessionError.self) { try await store.save(record) }
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains("temporary file"))
+            #expect(!error.message.contains(record.refreshToken!))
+        }
+    }
+
+    @Test func anEmptyDirectoryHoldsNoRecords() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            #expect(try await store.accounts().isEmpty)
+            #expect(try await store.load(for: alice) == nil)
+            try await store.delete(for: alice)
+            try await store.deleteAll()
+            #expect(try listing(directory).isEmpty)
+        }
+    }
+
+    @Test func refusesAccountsTooLongToNameAFile() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            let long = Account(issuer: "https://id.example", subject: String(repeating: "s", count: 400))
+            let error = try await #require(throws: SessionError.self) {
+                try await store.save(CredentialRecord(account: long, refreshToken: "r"))
+            }
+            #expect(error.code == .invalidInput)
+        }
+    }
+
+    @Test func refusesToSaveARecordOfAnotherVersion() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            var record = CredentialStoreContract.fullRecord(for: alice)
+            record.version = 7
+            let error = try await #require(throws: SessionError.self) { try await store.save(record) }
+            #expect(error.code == .invalidInput)
+            #expect(try listing(directory).isEmpty)
+        }
+    }
+
+    // MARK: - Bad records
+
+    @Test func aRecordOfVersionZeroIsCorruptAndMovedAside() async throws {
+        var json = try jsonObject(CredentialStoreContract.fullRecord(for: alice))
+        json["version"] = 0
+        try await expectCorrupt(JSONSerialization.data(withJSONObject: json), saying: "format version 0")
+    }
+
+    @Test func aRecordFromBeforeVersionsIsCorrupt() async throws {
+        // An older format: no version, tokens at the top level.
+        let old = Data(#"{"refresh_token":"old-secret-refresh","issuer":"https://id.example"}"#.utf8)
+        try await expectCorrupt(old, saying: "no format version", secret: "old-secret-refresh")
+    }
+
+    @Test func aRecordMissingFieldsIsCorrupt() async throws {
+        var json = try jsonObject(CredentialStoreContract.fullRecord(for: alice))
+        json["account"] = nil
+        try await expectCorrupt(JSONSerialization.data(withJSONObject: json), saying: "missing account")
+    }
+
+    @Test func aTruncatedRecordIsCorrupt() async throws {
+        let record = CredentialStoreContract.fullRecord(for: alice)
+        let whole = try JSONEncoder().encode(record)
+        for length in [0, 1, whole.count / 2, whole.count - 1] {
+            try await expectCorrupt(whole.prefix(length), saying: "truncated", secret: record.refreshToken!)
+        }
+    }
+
+    @Test func garbageBytesAreCorrupt() async throws {
+        var generator = SeededGenerator(seed: 0x5e55_10e0)
+        for _ in 0..<20 {
+            let garbage = Data(
+                (0..<Int.random(in: 1...512, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator)
+                })
+            try await expectCorrupt(garbage, saying: "not a JSON credential record")
+        }
+    }
+
+    @Test func aRecordFiledUnderAnotherAccountsNameIsCorrupt() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            try await store.save(CredentialStoreContract.fullRecord(for: bob))
+            // Bob's record, moved to where Alice's belongs.
+            #expect(
+                rename(
+                    directory.appendingPathComponent(bob.storageKey).path,
+                    directory.appendingPathComponent(alice.storageKey).path) == 0)
+            #expect(try await store.accounts().isEmpty)
+            let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
+            #expect(error.code == .corruptCredentials)
+            #expect(error.message.contains("another account"))
+            #expect(try await store.load(for: alice) == nil)
+            #expect(try await store.load(for: bob) == nil)
+        }
+    }
+
+    @Test func aSymbolicLinkInPlaceOfARecordIsCorrupt() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            try await store.save(CredentialStoreContract.fullRecord(for: bob))
+            #expect(
+                symlink(
+                    directory.appendingPathComponent(bob.storageKey).path,
+                    directory.appendingPathComponent(alice.storageKey).path) == 0)
+            let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
+            #expect(error.code == .corruptCredentials)
+            #expect(try await store.load(for: bob) == CredentialStoreContract.fullRecord(for: bob))
+        }
+    }
+
+    // MARK: - What the directory holds
+
+    @Test func listingIgnoresTemporaryCorruptAndForeignFiles() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            try await store.save(CredentialStoreContract.fullRecord(for: alice))
+            try write("{}", to: directory, named: ".\(bob.storageKey).tmp-1-abc")
+            try write("{}", to: directory, named: "\(bob.storageKey).corrupt-20250101T000000Z")
+            try write("{}", to: directory, named: "notes.txt")
+            #expect(try await store.accounts() == [alice])
+            try await store.deleteAll()
+            // Only the file the store did not write is left.
+            #expect(try listing(directory) == ["notes.txt"])
+        }
+    }
+
+    @Test func deleteLeavesNothingOfTheAccountInTheDirectory() async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            try await store.save(CredentialStoreContract.fullRecord(for: alice))
+            try await store.save(CredentialStoreContract.fullRecord(for: bob))
+            // What an interrupted save and an earlier corrupt read leave behind.
+            try write("{}", to: directory, named: ".\(alice.storageKey).tmp-99-dead")
+            try write("{}", to: directory, named: "\(alice.storageKey).corrupt-20250101T000000Z")
+            try write("{}", to: directory, named: ".\(bob.storageKey).tmp-99-beef")
+            try await store.delete(for: alice)
+            let remaining = try listing(directory)
+            #expect(!remaining.contains { $0.contains(alice.storageKey) })
+            #expect(remaining == [".\(bob.storageKey).tmp-99-beef", bob.storageKey].sorted())
+            try await store.deleteAll()
+            #expect(try listing(directory).isEmpty)
+        }
+    }
+
+    @Test func aSecondStoreOnTheSameDirectoryReadsTheRecords() async throws {
+        try await TemporaryDirectory.with { directory in
+            try await FileCredentialStore(directory: directory).save(CredentialStoreContract.fullRecord(for: alice))
+            let reopened = try FileCredentialStore(directory: directory)
+            #expect(try await reopened.load(for: alice) == CredentialStoreContract.fullRecord(for: alice))
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Files `bytes` as Alice's record, then checks that loading it fails as corrupt, moves it aside as a
+    /// private file, names the problem, never quotes `secret`, and that the next load finds nothing.
+    private func expectCorrupt(_ bytes: Data, saying problem: String, secret: String? = nil) async throws {
+        try await TemporaryDirectory.with { directory in
+            let store = try FileCredentialStore(directory: directory)
+            try await store.save(CredentialStoreContract.fullRecord(for: bob))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent(alice.storageKey).path, contents: bytes))
+            #expect(try await store.accounts() == [bob])
+            let error = try await #require(throws: SessionError.self) { try await store.load(for: alice) }
+            #expect(error.code == .corruptCredentials)
+            #expect(error.message.contains(problem), "\(error.message)")
+            #expect(error.message.contains("moved aside"))
+            if let secret { #expect(!error.message.contains(secret)) }
+            let aside = try listing(directory).filter { $0.hasPrefix("\(alice.storageKey).corrupt-") }
+            #expect(aside.count == 1)
+            if let name = aside.first { #expect(mode(of: directory.appendingPathComponent(name)) == 0o600) }
+            #expect(try await store.load(for: alice) == nil)
+            #expect(try await store.load(for: bob) == CredentialStoreContract.fullRecord(for: bob))
+            try await store.delete(for: alice)
+            #expect(try listing(directory) == [bob.storageKey])
+        }
+    }
+
+    private func jsonObject(_ record: CredentialRecord) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(record)) as? [String: Any])
+    }
+
+    private func write(_ text: String, to directory: URL, named name: String) throws {
+        try Data(text.utf8).write(to: directory.appendingPathComponent(name))
+    }
+
+    private func listing(_ directory: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+    }
+
+    private func mode(of url: URL) -> mode_t? {
+        var status = stat()
+        guard lstat(url.path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A subprocess a test runs: the crash child or a system tool, with its stdout read line by line.
+final class ChildProcess {
+    let process = Process()
+    private let output = Pipe()
+    private var buffer: [UInt8] = []
+
+    /// Starts `executable` with `arguments`; stderr is inherited so a child's complaint shows in the test log.
+    ///
+    /// - Parameters:
+    ///   - executable: The program.
+    ///   - arguments: Its arguments.
+    ///   - environment: Its environment, or `nil` for this process's.
+    ///   - mergingStandardError: Whether stderr is read with stdout (`secret-tool` prints attributes there).
+    /// - Throws: When the process cannot be started.
+    init(
+        _ executable: URL,
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        mergingStandardError: Bool = false
+    ) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardOutput = output
+        if mergingStandardError { process.standardError = output }
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// The next line of stdout, without its newline, or `nil` at end of file. Blocks until one arrives.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes {
+                read(output.fileHandleForReading.fileDescriptor, $0.baseAddress, $0.count)
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 {
+                guard !buffer.isEmpty else { return nil }
+                defer { buffer.removeAll() }
+                return String(decoding: buffer, as: UTF8.self)
+            }
+            buffer.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Everything left on stdout, then waits for the process to exit.
+    ///
+    /// - Returns: The remaining output and the exit status.
+    func finish() -> (output: String, status: Int32) {
+        var lines: [String] = []
+        while let line = readLine() { lines.append(line) }
+        process.waitUntilExit()
+        return (lines.joined(separator: "\n"), process.terminationStatus)
+    }
+
+    /// Kills the process with SIGKILL and waits for it.
+    ///
+    /// - Returns: Whether it died of the signal (rather than having exited on its own first).
+    func kill() -> Bool {
+        #if canImport(Glibc)
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        #else
+            _ = Darwin.kill(process.processIdentifier, SIGKILL)
+        #endif
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+    }
+
+    /// The crash child built next to this test bundle, `nil` when it cannot be found.
+    ///
+    /// SwiftPM puts executables and the test bundle in the same `.build/<triple>/<configuration>` directory;
+    /// on macOS the test binary sits deeper inside the `.xctest` bundle.
+    static var crashChild: URL? {
+        let name = "SessionKitCrashChild"
+        if let path = ProcessInfo.processInfo.environment["SESSIONKIT_CRASH_CHILD"] {
+            return URL(fileURLWithPath: path)
+        }
+        var candidates: [URL] = []
+        for start in [URL(fileURLWithPath: CommandLine.arguments[0]), Bundle.main.bundleURL]
+            + Bundle.allBundles.map(\.bundleURL)
+        {
+            var directory = start.deletingLastPathComponent()
+            for _ in 0..<4 {
+                candidates.append(directory.appendingPathComponent(name))
+                directory.deleteLastPathComponent()
+            }
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/\(name)"))
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// A program on `PATH`, or `nil`.
+    ///
+    /// - Parameter name: The program's name.
+    /// - Returns: Its location.
+    static func tool(_ name: String) -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+}
