@@ -6,21 +6,6 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
-private struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Feeds the header parsers (and a cache) random, grammar-shaped and mutated input, checking properties that
 /// must hold for any input. `SESSIONKIT_FUZZ_INPUTS` sets the count (default 5,000), `SESSIONKIT_SEED` replays
 /// a run: every failure message names the seed.
