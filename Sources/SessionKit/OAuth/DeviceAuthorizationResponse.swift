@@ -88,7 +88,9 @@ public struct DeviceAuthorizationResponse: Sendable, Equatable, CustomStringConv
         guard userCode.count <= 128, ServerText.sanitized(userCode, limit: 128) == userCode else {
             throw reader.error("\"user_code\" is too long or has control characters")
         }
-        let verificationName = members["verification_uri"] == nil ? "verification_url" : "verification_uri"
+        let verificationName =
+            members["verification_uri"] == nil && members["verification_url"] != nil
+            ? "verification_url" : "verification_uri"
         let verificationURI = try webURL(reader.requiredString(verificationName), name: verificationName, reader)
         let verificationURIComplete = try reader.string("verification_uri_complete").map {
             try webURL($0, name: "verification_uri_complete", reader)

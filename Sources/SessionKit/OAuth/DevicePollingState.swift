@@ -15,6 +15,7 @@ import Foundation
 /// | `slow_down` | the interval grows by 5 s for this and every later poll; `.poll(after: interval)` |
 /// | `access_denied` | `.failed(.accessDenied)` |
 /// | `expired_token` | `.failed(.authorizationExpired)` |
+/// | `invalid_grant` | `.failed(.authorizationFailed)`: the device code itself was refused |
 /// | 429 or 5xx without one of the codes above, or no connection | `.poll` after an exponential backoff (twice the
 ///   wait per consecutive failure, at most 5 minutes, never less than `Retry-After`) |
 /// | any other answer | `.failed` with ``OAuthErrorResponse/classify(statusCode:body:retryAfter:)``'s error |
@@ -100,6 +101,13 @@ public struct DevicePollingState: Sendable {
                     SessionError(
                         .accessDenied, "the user denied the device authorization", statusCode: statusCode,
                         oauthError: "access_denied")))
+        case "invalid_grant"?:
+            // Here it refuses the device code, not a refresh token: the grant failed, nothing to sign out of.
+            return finish(
+                .failed(
+                    SessionError(
+                        .authorizationFailed, "the token endpoint refused the device code: invalid_grant",
+                        statusCode: statusCode, oauthError: "invalid_grant")))
         case "expired_token"?:
             return finish(
                 .failed(
