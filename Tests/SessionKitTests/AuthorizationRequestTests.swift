@@ -37,6 +37,12 @@ import Testing
         #expect(decoded.first { $0.0 == "redirect_uri" }?.1 == "com.example.app:/oauth/cb")
     }
 
+    @Test func printingTheRequestDoesNotRevealTheVerifier() throws {
+        let built = try request()
+        #expect(!"\(built)".contains(built.pkce.verifier))
+        #expect(!String(reflecting: built).contains(built.pkce.verifier))
+    }
+
     @Test func omitsANilOrEmptyScope() throws {
         #expect(!query(try request(scope: nil).url).contains { $0.0 == "scope" })
         #expect(try request(scope: "").scope == nil)

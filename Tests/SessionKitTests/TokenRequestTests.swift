@@ -126,5 +126,14 @@ import Testing
             grant: .password(username: "SECRETuser", password: "SECRETpass", scope: nil), clientID: "c")
         #expect(!request.description.contains("SECRET"))
         #expect(request.description.contains("password"))
+        #expect(!"\(request.grant)".contains("SECRET"))
+        #expect(!String(reflecting: request.grant).contains("SECRET"))
+        #expect(!"\(request.formParameters)".contains("SECRET"))
+        #expect("\(request.formParameters)".contains("grant_type=password"))
+        let code = TokenRequest.Grant.authorizationCode(
+            code: "SECRETcode", codeVerifier: "SECRETverifier", redirectURI: "app:/cb")
+        #expect(!"\(code)".contains("SECRET") && "\(code)".contains("app:/cb"))
+        #expect(!"\(TokenRequest.Grant.refreshToken("SECRETr", scope: "a"))".contains("SECRET"))
+        #expect(!"\(TokenRequest.Grant.deviceCode("SECRETd"))".contains("SECRET"))
     }
 }

@@ -15,7 +15,9 @@ import Foundation
 /// - Important: The description redacts every credential in the grant.
 public struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     /// The grant to exchange for tokens.
-    public enum Grant: Sendable, Equatable {
+    ///
+    /// - Important: The description redacts every credential the grant carries.
+    public enum Grant: Sendable, Equatable, CustomStringConvertible {
         /// Exchange an authorization code, proving possession of the PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
         case authorizationCode(code: String, codeVerifier: String, redirectURI: String)
         /// Renew the access token (RFC 6749 §6); `scope`, if given, must not exceed the original grant.
@@ -36,6 +38,22 @@ public struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
             case .password: "password"
             }
         }
+
+        /// The grant type, with codes, tokens and passwords redacted.
+        public var description: String {
+            switch self {
+            case .authorizationCode(let code, let codeVerifier, let redirectURI):
+                "authorization_code(code: \(Redaction.redact(code)), code_verifier: \(Redaction.redact(codeVerifier)), "
+                    + "redirect_uri: \(redirectURI))"
+            case .refreshToken(let refreshToken, let scope):
+                "refresh_token(\(Redaction.redact(refreshToken)), scope: \(scope ?? "nil"))"
+            case .deviceCode(let deviceCode):
+                "device_code(\(Redaction.redact(deviceCode)))"
+            case .password(let username, let password, let scope):
+                "password(username: \(Redaction.redact(username)), password: \(Redaction.redact(password)), "
+                    + "scope: \(scope ?? "nil"))"
+            }
+        }
     }
 
     /// The grant.
@@ -48,11 +66,21 @@ public struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     public let formParameters: [FormParameter]
 
     /// One name and value of a form body.
-    public struct FormParameter: Sendable, Equatable {
+    ///
+    /// - Important: The description shows only the values of `grant_type`, `client_id`, `scope` and
+    ///   `redirect_uri`; every other value may be a credential and is redacted.
+    public struct FormParameter: Sendable, Equatable, CustomStringConvertible {
         /// The parameter name.
         public let name: String
         /// The parameter value.
         public let value: String
+
+        private static let publicNames: Set<String> = ["grant_type", "client_id", "scope", "redirect_uri"]
+
+        /// `name=value`, with the value redacted unless it is known not to be a credential.
+        public var description: String {
+            "\(name)=\(Self.publicNames.contains(name) ? value : Redaction.redact(value))"
+        }
     }
 
     /// Builds a token request.
