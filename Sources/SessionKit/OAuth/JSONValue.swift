@@ -1,0 +1,47 @@
+/// A JSON value as SessionKit's strict parser reads it: no `Any`, no bridging, every case explicit.
+///
+/// SessionKit reads JSON from authorization servers (token responses, errors, ID token claims) with its own
+/// parser rather than `JSONSerialization`, so that a `true` is never read as the number 1, a duplicated member
+/// is refused rather than silently resolved, nesting is bounded, and the behaviour is the same on every platform.
+/// Numbers are `Double`: integers are exact up to 2^53, which covers every time claim.
+public enum JSONValue: Sendable, Hashable {
+    /// `null`.
+    case null
+    /// `true` or `false`.
+    case bool(Bool)
+    /// A finite number.
+    case number(Double)
+    /// A string.
+    case string(String)
+    /// An array.
+    case array([JSONValue])
+    /// An object; member names are unique.
+    case object([String: JSONValue])
+
+    /// The string, when this is a string.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The number, when this is a number.
+    public var numberValue: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+
+    /// The Boolean, when this is `true` or `false`.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The member named `key`, when this is an object that has one.
+    ///
+    /// - Parameter key: A member name.
+    /// - Returns: The member's value, or `nil`.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+}
