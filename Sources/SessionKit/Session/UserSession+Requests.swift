@@ -88,8 +88,9 @@ extension UserSession {
                 bypassCache = true
                 continue
             case 401:
-                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate") ?? ""
-                if challenge.contains("insufficient_scope") {
+                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
+                // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.
+                if challenge?.error == "insufficient_scope" {
                     throw SessionError(.backendDenied, "the token lacks the scope this request needs", statusCode: 401)
                 }
                 guard let refresher else {
