@@ -50,7 +50,7 @@ func temporaryDirectory() throws -> URL {
 
     @Test func signOutRunsDetachClearCancelBeforeRevokeAndPurgesLast() async throws {
         let gate = Gate()
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let revoker = ScriptedRevoker(gate: gate)
         let root = try temporaryDirectory()
         let manager = SessionManager(
@@ -82,7 +82,7 @@ func temporaryDirectory() throws -> URL {
 
     @Test func offlineSignOutStillCompletesLocallyWithinItsBound() async throws {
         let clock = ManualClock()
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let hung = ScriptedRevoker(gate: Gate())  // never answers
         let manager = SessionManager(
             configuration: .init(
@@ -111,7 +111,7 @@ func temporaryDirectory() throws -> URL {
 
     @Test func revocationCanFinishInTheBackground() async throws {
         let gate = Gate()
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let revoker = ScriptedRevoker(gate: gate)
         let manager = SessionManager(configuration: .init(store: store, revoker: revoker))
         try await manager.signIn(alice, tokens: tokens("alice"))
@@ -123,7 +123,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func restoreWithStoredCredentialsBecomesActive() async throws {
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = rotatingEndpoint()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
@@ -134,7 +134,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func offlineLaunchWithStoredCredentialsIsActiveAndOffline() async throws {
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.networkUnavailable, "offline") }
         let manager = SessionManager(
@@ -146,7 +146,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func restoreWithARotatedRefreshTokenRequiresReauthentication() async throws {
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice-stale"))
         let endpoint = ScriptedTokenEndpoint { _, _ in
             throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
@@ -166,7 +166,7 @@ func temporaryDirectory() throws -> URL {
 
     @Test func restoreFinishesAnInterruptedPurgeBeforeAuthenticating() async throws {
         let root = try temporaryDirectory()
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         // A previous process recorded the intent to purge alice, then died before deleting anything.
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let journal = root.appendingPathComponent("purge-pending")
@@ -181,7 +181,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func cancelledPresencePromptLeavesTheStateAsItWas() async throws {
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let asked = Counter()
         let endpoint = rotatingEndpoint()
         let manager = SessionManager(
@@ -198,7 +198,7 @@ func temporaryDirectory() throws -> URL {
 
     @Test func rejectedRefreshRequiresReauthenticationAndPurgesCredentials() async throws {
         try await LocalServer.withRunning(handler: { _ in LocalServer.Response(status: 401) }) { server in
-            let store = InMemoryCredentialStore()
+            let store: any CredentialStore = InMemoryCredentialStore()
             let endpoint = ScriptedTokenEndpoint { _, _ in
                 throw SessionError(.refreshRejected, "invalid_grant", oauthError: "invalid_grant")
             }
@@ -217,7 +217,7 @@ func temporaryDirectory() throws -> URL {
         try await LocalServer.withRunning(handler: { request in .json(#"{"t":"\#(request.bearerToken ?? "")"}"#) }) {
             server in
             let gate = Gate()
-            let store = InMemoryCredentialStore()
+            let store: any CredentialStore = InMemoryCredentialStore()
             let endpoint = rotatingEndpoint(gate: gate)
             let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
             let session = try await manager.signIn(alice, tokens: tokens("alice"))
@@ -373,13 +373,17 @@ func temporaryDirectory() throws -> URL {
         let root = try temporaryDirectory()
         let order = Mutex<[String]>([])
         let failOnce = Mutex(true)
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         func makeManager() -> SessionManager {
             let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
             manager.register(PurgeStep("notifications") { _ in order.withLock { $0.append("notifications") } })
             manager.register(
                 PurgeStep("analytics") { _ in
-                    if failOnce.withLock({ defer { $0 = false }; return $0 }) { throw SessionError(.storageFailure, "x") }
+                    let fail = failOnce.withLock { value -> Bool in
+                        defer { value = false }
+                        return value
+                    }
+                    if fail { throw SessionError(.storageFailure, "x") }
                     order.withLock { $0.append("analytics") }
                 }
             )

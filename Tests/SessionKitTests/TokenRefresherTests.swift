@@ -13,8 +13,8 @@ final class RotatingResource: Sendable {
     let valid = Mutex<String>("token-alice")
 
     func install(on server: LocalServer) {
-        server.route("/me") { [valid] request in
-            guard request.bearerToken == valid.withLock({ $0 }) else {
+        server.route("/me") { request in
+            guard request.bearerToken == self.valid.withLock({ $0 }) else {
                 return LocalServer.Response(
                     status: 401,
                     headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)]
@@ -42,7 +42,7 @@ final class RotatingResource: Sendable {
             resource.valid.withLock { $0 = "revoked-by-server" }  // every request in flight gets 401
             let gate = Gate()
             let endpoint = makeEndpoint(resource, gate: gate)
-            let store = InMemoryCredentialStore()
+            let store: any CredentialStore = InMemoryCredentialStore()
             let session = UserSession(
                 account: alice,
                 tokens: tokens("alice"),
@@ -106,7 +106,7 @@ final class RotatingResource: Sendable {
             let endpoint = ScriptedTokenEndpoint(gate: gate) { _, _ in
                 TokenSet(accessToken: "token-alice-new", refreshToken: "refresh-new", lifetime: .seconds(3600))
             }
-            let store = InMemoryCredentialStore()
+            let store: any CredentialStore = InMemoryCredentialStore()
             let vault = CredentialVault(store: store)
             try await vault.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
             let session = UserSession(account: alice, tokens: tokens("alice"), vault: vault, tokenEndpoint: endpoint)
