@@ -8,6 +8,7 @@ connection close without an answer. Writes the bound port to STATE_DIR/port once
 
 import errno
 import os
+import signal
 import socket
 import sys
 import time
@@ -71,7 +72,21 @@ def bind(port):
             time.sleep(0.1)
 
 
+def detach_from_launcher():
+    """Undoes what the launching process may have handed down.
+
+    Swift's Foundation `Process` (the test fixture runs this script through it) notices its child's exit by
+    the close of a socket the child inherits, and starts children with most signals blocked. A server that
+    kept that descriptor would make the fixture wait for it forever, and one that kept the mask would
+    ignore `stop`'s SIGTERM.
+    """
+    os.closerange(3, 65536)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main():
+    detach_from_launcher()
     state_dir = Path(sys.argv[1]).resolve()
     requested_port = int(sys.argv[2])
     server = bind(requested_port)
