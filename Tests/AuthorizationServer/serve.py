@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -85,8 +86,23 @@ def detach_from_launcher():
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def exit_when_gone(pid):
+    """Ends the server once process `pid` is gone, so a test process that dies never leaves its server behind."""
+    while True:
+        time.sleep(1)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:
+            pass
+
+
 def main():
     detach_from_launcher()
+    watched = os.environ.get("SESSIONKIT_AUTH_SERVER_WATCH_PID", "").strip()
+    if watched:
+        threading.Thread(target=exit_when_gone, args=(int(watched),), daemon=True).start()
     state_dir = Path(sys.argv[1]).resolve()
     requested_port = int(sys.argv[2])
     server = bind(requested_port)

@@ -177,6 +177,8 @@ struct AuthorizationServerFixture: Sendable {
     }
 
     private let configuredBaseURL: URL
+    /// Whether ``withPrivateServer(settings:_:)`` started this server: it then ends with this test process.
+    private var isPrivate = false
     /// `scripts/auth-server`, when known.
     let controlScript: URL?
     /// The server's state directory (database, pid, port, url, request log), when known.
@@ -377,7 +379,8 @@ struct AuthorizationServerFixture: Sendable {
             throw FixtureError("restart needs SESSIONKIT_AUTH_SERVER_CONTROL and SESSIONKIT_AUTH_SERVER_STATE")
         }
         let output = try await Self.run(
-            controlScript, ["restart", stateDirectory.path] + Self.settingArguments(settings))
+            controlScript, ["restart", stateDirectory.path] + Self.settingArguments(settings),
+            watchingThisProcess: isPrivate)
         guard let url = URL(string: output.trimmingCharacters(in: .whitespacesAndNewlines)), url.host != nil else {
             throw FixtureError("scripts/auth-server restart printed no URL")
         }
@@ -398,13 +401,15 @@ struct AuthorizationServerFixture: Sendable {
         let stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sessionkit-auth-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: stateDirectory) }
-        let output = try await run(controlScript, ["start", stateDirectory.path] + settingArguments(settings))
+        let output = try await run(
+            controlScript, ["start", stateDirectory.path] + settingArguments(settings), watchingThisProcess: true)
         do {
             guard let url = URL(string: output.trimmingCharacters(in: .whitespacesAndNewlines)), url.host != nil else {
                 throw FixtureError("scripts/auth-server start printed no URL")
             }
-            let server = AuthorizationServerFixture(
+            var server = AuthorizationServerFixture(
                 configuredBaseURL: url, controlScript: controlScript, stateDirectory: stateDirectory)
+            server.isPrivate = true
             let result = try await body(server)
             _ = try await run(controlScript, ["stop", stateDirectory.path])
             return result
@@ -479,7 +484,11 @@ struct AuthorizationServerFixture: Sendable {
 
     /// Runs the control script and returns its standard output; its output goes to files, not pipes, so a long
     /// log printed on failure cannot fill a pipe nobody reads yet.
-    private static func run(_ script: URL, _ arguments: [String]) async throws -> String {
+    ///
+    /// With `watchingThisProcess`, the server it starts exits when this test process does, even if it crashes.
+    private static func run(
+        _ script: URL, _ arguments: [String], watchingThisProcess: Bool = false
+    ) async throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sessionkit-auth-control-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -495,6 +504,11 @@ struct AuthorizationServerFixture: Sendable {
         let process = Process()
         process.executableURL = script
         process.arguments = arguments
+        if watchingThisProcess {
+            var environment = ProcessInfo.processInfo.environment
+            environment["SESSIONKIT_AUTH_SERVER_WATCH_PID"] = String(ProcessInfo.processInfo.processIdentifier)
+            process.environment = environment
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = errors
