@@ -1,0 +1,40 @@
+"""Creates the users and clients every test relies on; safe to run on an existing database."""
+
+from django.contrib.auth import get_user_model
+from oauth2_provider.models import get_application_model
+
+USERS = {"alice": "alice-password", "bob": "bob-password"}
+REDIRECT_URI = "http://127.0.0.1/callback"
+INTROSPECTION_SECRET = "introspection-secret"
+
+
+def ensure_fixtures():
+    User = get_user_model()
+    for username, password in USERS.items():
+        if not User.objects.filter(username=username).exists():
+            User.objects.create_user(username=username, password=password)
+
+    Application = get_application_model()
+    clients = [
+        dict(client_id="password-client", name="password", authorization_grant_type=Application.GRANT_PASSWORD),
+        dict(
+            client_id="pkce-client",
+            name="pkce",
+            authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+            redirect_uris=REDIRECT_URI,
+            # A logged-in GET /o/authorize/ redirects straight to the callback: no consent form.
+            skip_authorization=True,
+        ),
+        dict(client_id="device-client", name="device", authorization_grant_type=Application.GRANT_DEVICE_CODE),
+    ]
+    for fields in clients:
+        if not Application.objects.filter(client_id=fields["client_id"]).exists():
+            Application.objects.create(client_type=Application.CLIENT_PUBLIC, client_secret="", **fields)
+    if not Application.objects.filter(client_id="introspection-client").exists():
+        Application.objects.create(
+            client_id="introspection-client",
+            name="introspection",
+            client_type=Application.CLIENT_CONFIDENTIAL,
+            authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS,
+            client_secret=INTROSPECTION_SECRET,
+        )
