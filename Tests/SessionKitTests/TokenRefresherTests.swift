@@ -151,9 +151,12 @@ final class RotatingResource: Sendable {
             tokenEndpoint: endpoint
         )
         let refresh = Task { try await session.refreshTokens() }
-        await eventually { clock.sleepers == 1 }
-        clock.advance(by: .seconds(2))  // Retry-After honoured: nothing happens before 2 s
-        await eventually { clock.sleepers == 1 || endpoint.count == 3 }
+        // Two sleepers: the waiter's deadline and the backoff before the second attempt.
+        await eventually { clock.sleepers == 2 && endpoint.count == 1 }
+        clock.advance(by: .milliseconds(1999))
+        #expect(endpoint.count == 1, "Retry-After is honoured: nothing is sent before 2 s")
+        clock.advance(by: .milliseconds(1))
+        await eventually { clock.sleepers == 2 && endpoint.count == 2 }
         clock.advance(by: .seconds(10))
         try await refresh.value
         #expect(endpoint.count == 3)
