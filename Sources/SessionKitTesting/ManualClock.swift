@@ -22,7 +22,7 @@ public final class ManualClock: SessionClock {
 
     private let base = ContinuousClock.now
     private let wallBase: Date
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates a clock whose wall clock starts at `wallClock`.
     ///

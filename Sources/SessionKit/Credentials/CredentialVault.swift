@@ -8,7 +8,7 @@ import Synchronization
 public final class CredentialVault: Sendable {
     /// The store behind the vault.
     public let store: any CredentialStore
-    private let queues = Mutex<[Account: SerialQueue]>([:])
+    private let queues = Lock<[Account: SerialQueue]>([:])
 
     /// Creates a vault over `store`.
     ///

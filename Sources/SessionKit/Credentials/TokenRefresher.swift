@@ -79,7 +79,7 @@ actor TokenRefresher {
     /// This session's share of the jitter, drawn once.
     nonisolated let jitterOffset: Duration
     /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
-    private nonisolated let current = Mutex<Flight?>(nil)
+    private nonisolated let current = Lock<Flight?>(nil)
     private nonisolated let ended = Atomic<Bool>(false)
     private nonisolated let tokenRequestCount = Counter()
     private var history: [ContinuousClock.Instant] = []

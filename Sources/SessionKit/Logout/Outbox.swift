@@ -52,7 +52,7 @@ public final class Outbox: Sendable {
     /// The account the outbox belongs to.
     public let account: Account
     private let file: URL?
-    private let entries: Mutex<[Entry]>
+    private let entries: Lock<[Entry]>
 
     init(account: Account, file: URL?) {
         self.account = account
@@ -61,7 +61,7 @@ public final class Outbox: Sendable {
         if let file, let data = try? Data(contentsOf: file) {
             loaded = (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
         }
-        self.entries = Mutex(loaded)
+        self.entries = Lock(loaded)
     }
 
     /// The queued writes, oldest first.

@@ -81,7 +81,7 @@ public final class SessionManager: Sendable, Observable {
     public let ledger = WriteLedger()
     private let journal: PurgeJournal
     private let registrar = ObservationRegistrar()
-    private let guarded = Mutex(State())
+    private let guarded = Lock(State())
 
     /// Creates a manager. Call ``restore()`` at launch.
     ///

@@ -28,7 +28,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     }
 
     private let registrar = ObservationRegistrar()
-    private let state: Mutex<State>
+    private let state: Lock<State>
     /// The value the container holds when no session's data is in it.
     public let emptyValue: Value
 
@@ -37,7 +37,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     /// - Parameter empty: The value shown when no session's data is present.
     public init(empty: Value) {
         self.emptyValue = empty
-        self.state = Mutex(State(value: empty))
+        self.state = Lock(State(value: empty))
     }
 
     /// The current contents.

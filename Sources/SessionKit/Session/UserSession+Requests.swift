@@ -211,7 +211,7 @@ extension UserSession {
 
 /// The URLSession task of one request, so a Swift task cancellation can reach it.
 private final class TaskHandle: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
 
     func set(_ task: URLSessionTask) {
         let cancelled = state.withLock { state -> Bool in

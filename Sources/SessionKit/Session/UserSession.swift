@@ -70,7 +70,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
-    struct Lifetime: ~Copyable {
+    struct Lifetime {
         var isActive = true
         var tokens: TokenSet?
         var tasks: [Int: URLSessionTask] = [:]
@@ -104,7 +104,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let vault: CredentialVault?
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
-    let lifetime: Mutex<Lifetime>
+    let lifetime: Lock<Lifetime>
 
     /// Creates an active session for `account` holding `tokens`.
     ///
@@ -133,7 +133,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         self.cache = ResponseCache(maximumBytes: configuration.cacheMaximumBytes, clock: configuration.clock)
         var lifetime = Lifetime()
         lifetime.tokens = tokens
-        self.lifetime = Mutex(lifetime)
+        self.lifetime = Lock(lifetime)
 
         // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
         // the session's ResponseCache is the only cache, and it is this session's alone.
