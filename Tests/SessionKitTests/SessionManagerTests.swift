@@ -62,7 +62,7 @@ func temporaryDirectory() throws -> URL {
         #expect(profile.commit("alice's profile", from: session))
         let directory = try #require(manager.directory(for: alice))
         try Data("private".utf8).write(to: directory.appendingPathComponent("notes.txt"))
-        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice")
+        #expect(await store.load(for: alice)?.refreshToken == "refresh-alice")
 
         let signOut = Task { await manager.signOut() }
         await gate.waitForArrivals(1)  // revocation has started: every local phase before it is done
@@ -70,13 +70,13 @@ func temporaryDirectory() throws -> URL {
         #expect(manager.state == .signedOut)
         #expect(profile.value == "")
         #expect(!session.isActive)
-        #expect(try await store.load(for: alice) != nil, "purge comes after revocation")
+        #expect(await store.load(for: alice) != nil, "purge comes after revocation")
         gate.open()
         let report = await signOut.value
         #expect(report.refreshTokenRevocation == .succeeded)
         #expect(revoker.revoked.withLock { $0 } == ["refresh-alice"])
         #expect(report.purged.starts(with: ["credentials", "directory"]))
-        #expect(try await store.load(for: alice) == nil)
+        #expect(await store.load(for: alice) == nil)
         #expect(!FileManager.default.fileExists(atPath: directory.path))
     }
 
@@ -97,7 +97,7 @@ func temporaryDirectory() throws -> URL {
         clock.advance(by: .seconds(5))
         let report = await signOut.value
         #expect(report.refreshTokenRevocation == .timedOut)
-        #expect(try await store.load(for: alice) == nil)
+        #expect(await store.load(for: alice) == nil)
         #expect(manager.sessions.isEmpty)
 
         let offline = SessionManager(
@@ -106,7 +106,7 @@ func temporaryDirectory() throws -> URL {
         try await offline.signIn(bob, tokens: tokens("bob"))
         let offlineReport = await offline.signOut()
         #expect(offlineReport.refreshTokenRevocation == .failed(.networkUnavailable))
-        #expect(try await store.accounts().isEmpty)
+        #expect(await store.accounts().isEmpty)
     }
 
     @Test func revocationCanFinishInTheBackground() async throws {
@@ -117,37 +117,37 @@ func temporaryDirectory() throws -> URL {
         try await manager.signIn(alice, tokens: tokens("alice"))
         let report = await manager.signOut(options: SignOutOptions(waitForServer: false))
         #expect(report.refreshTokenRevocation == .inBackground)
-        #expect(try await store.load(for: alice) == nil)
+        #expect(await store.load(for: alice) == nil)
         gate.open()
         await eventually { revoker.revoked.withLock { $0 } == ["refresh-alice"] }
     }
 
     @Test func restoreWithStoredCredentialsBecomesActive() async throws {
         let store = InMemoryCredentialStore()
-        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = rotatingEndpoint()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
         let state = await manager.restore()
         #expect(state == .active(alice, offline: false))
         #expect(manager.current?.tokens?.accessToken == "token-alice-1")
-        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-1")
+        #expect(await store.load(for: alice)?.refreshToken == "refresh-alice-1")
     }
 
     @Test func offlineLaunchWithStoredCredentialsIsActiveAndOffline() async throws {
         let store = InMemoryCredentialStore()
-        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.networkUnavailable, "offline") }
         let manager = SessionManager(
             configuration: .init(store: store, tokenEndpoint: endpoint, refreshPolicy: RefreshPolicy(retryPolicy: .never))
         )
         let state = await manager.restore()
         #expect(state == .active(alice, offline: true))
-        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice", "a network error signs no one out")
+        #expect(await store.load(for: alice)?.refreshToken == "refresh-alice", "a network error signs no one out")
     }
 
     @Test func restoreWithARotatedRefreshTokenRequiresReauthentication() async throws {
         let store = InMemoryCredentialStore()
-        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice-stale"))
+        await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice-stale"))
         let endpoint = ScriptedTokenEndpoint { _, _ in
             throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
         }
@@ -168,7 +168,7 @@ func temporaryDirectory() throws -> URL {
         let root = try temporaryDirectory()
         let store = InMemoryCredentialStore()
         // A previous process recorded the intent to purge alice, then died before deleting anything.
-        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let journal = root.appendingPathComponent("purge-pending")
         try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
         try JSONEncoder().encode(alice).write(to: journal.appendingPathComponent("\(alice.storageKey).json"))
@@ -176,7 +176,7 @@ func temporaryDirectory() throws -> URL {
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint, dataDirectory: root))
         #expect(await manager.restore() == .signedOut)
         #expect(endpoint.count == 0, "nothing authenticated with a record that was to be purged")
-        #expect(try await store.load(for: alice) == nil)
+        #expect(await store.load(for: alice) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: journal.path).isEmpty)
     }
 
@@ -193,7 +193,7 @@ func temporaryDirectory() throws -> URL {
         #expect(manager.state == .active(alice, offline: false))
         #expect(asked.value == 1)
         #expect(endpoint.count == 0)
-        #expect(try await store.load(for: alice) != nil, "no sign-out")
+        #expect(await store.load(for: alice) != nil, "no sign-out")
     }
 
     @Test func rejectedRefreshRequiresReauthenticationAndPurgesCredentials() async throws {
@@ -227,12 +227,12 @@ func temporaryDirectory() throws -> URL {
             #expect(report.purged.contains("credentials"))
             gate.open()
             await #expect(throws: SessionError.self) { try await refresh.value }
-            #expect(try await store.load(for: alice) == nil)
+            #expect(await store.load(for: alice) == nil)
             #expect(session.tokens == nil)
             let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
             _ = try await bobSession.data(for: get(server, "/me"))
             #expect(!server.requests.contains { $0.bearerToken == "token-alice-1" })
-            #expect(try await store.accounts() == [bob])
+            #expect(await store.accounts() == [bob])
         }
     }
 
@@ -379,7 +379,7 @@ func temporaryDirectory() throws -> URL {
             manager.register(PurgeStep("notifications") { _ in order.withLock { $0.append("notifications") } })
             manager.register(
                 PurgeStep("analytics") { _ in
-                    if failOnce.withLock({ defer { $0 = false }; return $0 }) { throw SessionError(.storageFailure, "x") }
+                    if failOnce.withLock({ value in defer { value = false }; return value }) { throw SessionError(.storageFailure, "x") }
                     order.withLock { $0.append("analytics") }
                 }
             )

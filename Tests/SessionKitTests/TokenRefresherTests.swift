@@ -13,8 +13,8 @@ final class RotatingResource: Sendable {
     let valid = Mutex<String>("token-alice")
 
     func install(on server: LocalServer) {
-        server.route("/me") { [valid] request in
-            guard request.bearerToken == valid.withLock({ $0 }) else {
+        server.route("/me") { request in
+            guard request.bearerToken == self.valid.withLock({ $0 }) else {
                 return LocalServer.Response(
                     status: 401,
                     headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)]
@@ -65,7 +65,7 @@ final class RotatingResource: Sendable {
             #expect(bodies.count == k)
             #expect(bodies.allSatisfy { $0 == #"{"token":"token-alice-1"}"# })
             // Rotation: the new refresh token was stored before any waiter resumed.
-            #expect(try await store.load(for: alice)?.refreshToken == "refresh-1")
+            #expect(await store.load(for: alice)?.refreshToken == "refresh-1")
             session.end()
         }
     }
@@ -117,7 +117,7 @@ final class RotatingResource: Sendable {
             gate.open()
             let error = await #expect(throws: SessionError.self) { try await refresh.value }
             #expect(error?.code == .sessionEnded)
-            #expect(try await store.load(for: alice) == nil)
+            #expect(await store.load(for: alice) == nil)
             #expect(session.tokens == nil)
             await #expect(throws: SessionError.self) { try await session.data(for: get(server, "/me")) }
             #expect(!server.requests.contains { $0.bearerToken == "token-alice-new" })
