@@ -222,7 +222,9 @@ public final class MockAuthorizationServer: Sendable {
     /// - Parameter user: The user.
     public func invalidateAccessTokens(for user: String) {
         core.state.withLock { state in
-            for (token, entry) in state.accessIndex where entry.user == user { state.accessIndex[token]?.isRevoked = true }
+            for (token, entry) in state.accessIndex where entry.user == user {
+                state.accessIndex[token]?.isRevoked = true
+            }
         }
     }
 

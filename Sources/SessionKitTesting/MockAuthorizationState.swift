@@ -33,7 +33,11 @@ struct MockAuthorizationState {
     }
 
     struct DeviceGrant {
-        enum Decision { case pending, approved(String), denied, consumed }
+        enum Decision {
+            case pending
+            case approved(String)
+            case denied, consumed
+        }
         let userCode: String
         let scope: String?
         var expiresAt: ContinuousClock.Instant
@@ -343,7 +347,8 @@ struct MockAuthorizationState {
     }
 
     static func formEncode(_ text: String) -> String {
-        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
 
