@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The part of a connection that the I/O thread and the task answering its current request share.
 ///
 /// A handler's task writes its response straight to the socket when nothing is queued ahead of it: the write
@@ -41,7 +39,7 @@ final class ConnectionChannel: Sendable {
     let id: Int
     /// The socket; owned by the I/O thread, written by tasks only under the lock.
     let descriptor: Int32
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(id: Int, descriptor: Int32) {
         self.id = id

@@ -5,15 +5,28 @@ import SessionKit
 /// real sockets and real timing.
 ///
 /// ```swift
-/// try await LocalServer.withRunning { server in
+/// try await LocalServer.withRunning { server async throws in
 ///     server.route("GET", "/profile") { request in
 ///         request.bearerToken == "alice-token" ? .json(#"{"name":"Alice"}"#) : .status(401)
 ///     }
 ///     var request = URLRequest(url: server.url("/profile"))
 ///     request.setValue("Bearer alice-token", forHTTPHeaderField: "Authorization")
-///     let (data, _) = try await URLSession(configuration: .ephemeral).data(for: request)
+///     let session = URLSession(configuration: .ephemeral)
+///     defer { session.finishTasksAndInvalidate() }
+///     let (data, _) = try await session.data(for: request)
+///     #expect(String(decoding: data, as: UTF8.self) == #"{"name":"Alice"}"#)
 ///     #expect(server.requests.map(\.path) == ["/profile"])
 /// }
+/// ```
+///
+/// Write `server async throws in`: Swift infers a closure's `throws` from the `try`s it can see, and those inside
+/// `#expect(try …)` are hidden in the macro, so `{ server in … }` may fail to compile with
+/// "errors thrown from here are not handled".
+///
+/// ```swift
+/// // Also: responses that are late or broken on purpose.
+/// server.route("/slow") { _ in .text("late").delayed(by: .seconds(2)) }
+/// server.route("/broken") { _ in .json("{}").failing(with: .truncatedBody) }
 /// ```
 ///
 /// It speaks HTTP/1.1 with keep-alive (HTTP/1.0 connections close after the response), reads bodies framed by

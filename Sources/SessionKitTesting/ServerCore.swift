@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The state a running ``LocalServer`` shares between its facade, its I/O thread and its handlers' tasks:
 /// routes, the request log, and the mailbox through which anyone asks the I/O thread to act.
@@ -22,14 +21,14 @@ final class ServerCore: Sendable {
     }
 
     let configuration: LocalServer.Configuration
-    private let routes: Mutex<RouteTable>
-    private let log = Mutex<[LocalServer.Request]>([])
-    private let mailbox: Mutex<Mailbox>
+    private let routes: Lock<RouteTable>
+    private let log = Lock<[LocalServer.Request]>([])
+    private let mailbox: Lock<Mailbox>
 
     init(configuration: LocalServer.Configuration, fallback: @escaping LocalServer.Handler, wakeDescriptor: Int32) {
         self.configuration = configuration
-        routes = Mutex(RouteTable(fallback: fallback))
-        mailbox = Mutex(Mailbox(wakeDescriptor: wakeDescriptor))
+        routes = Lock(RouteTable(fallback: fallback))
+        mailbox = Lock(Mailbox(wakeDescriptor: wakeDescriptor))
     }
 
     // MARK: - Routes and log

@@ -68,6 +68,15 @@ import Testing
         #expect(try await connectionIsRefused(port: port))
     }
 
+    @MainActor @Test func withRunningRunsTheBodyOnTheCallersActor() async throws {
+        var visits = 0
+        try await LocalServer.withRunning { server async throws in
+            MainActor.assertIsolated()
+            visits += 1
+        }
+        #expect(visits == 1)
+    }
+
     @Test func stopCancelsSuspendedHandlersAndClosesEveryConnection() async throws {
         let started = Gate()
         let cancelled = Gate()

@@ -29,6 +29,22 @@ import Testing
         }
     }
 
+    /// The example in LocalServer's documentation, compiled and run.
+    @Test func documentationExampleWorks() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("GET", "/profile") { request in
+                request.bearerToken == "alice-token" ? .json(#"{"name":"Alice"}"#) : .status(401)
+            }
+            var request = URLRequest(url: server.url("/profile"))
+            request.setValue("Bearer alice-token", forHTTPHeaderField: "Authorization")
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            let (data, _) = try await session.data(for: request)
+            #expect(String(decoding: data, as: UTF8.self) == #"{"name":"Alice"}"#)
+            #expect(server.requests.map(\.path) == ["/profile"])
+        }
+    }
+
     @Test func defaultHandlerAnswersNotFound() async throws {
         try await LocalServer.withRunning { server async throws in
             let client = TestHTTPClient()
@@ -165,6 +181,20 @@ import Testing
             #expect(answer.status == 200)
             #expect(String(decoding: answer.body, as: UTF8.self) == "\(body.count):\(body.last!)")
             #expect(server.requests.first?.body == body)
+        }
+    }
+
+    @Test func sendsResponsesLargerThanTheSocketBuffer() async throws {
+        // Far more than a socket takes at once: the I/O thread must finish what the handler's write could not.
+        let payload = Data((0..<(6 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let large: LocalServer.Handler = { _ in LocalServer.Response(body: payload) }
+        try await LocalServer.withRunning(handler: large) { server async throws in
+            let client = TestHTTPClient()
+            defer { client.invalidate() }
+            let first = try await client.get(server.url("/large"))
+            let second = try await client.get(server.url("/large"))
+            #expect(first.body == payload && second.body == payload)
+            #expect(Set(server.requests.map(\.connectionID)).count == 1)
         }
     }
 

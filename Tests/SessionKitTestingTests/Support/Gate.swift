@@ -1,4 +1,4 @@
-import Synchronization
+@testable import SessionKitTesting
 
 /// A one-shot gate: tasks wait until it opens; once open it stays open. Orders events in tests without sleeps.
 final class Gate: Sendable {
@@ -8,7 +8,7 @@ final class Gate: Sendable {
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Opens the gate and releases every waiter.
     func open() {
@@ -49,7 +49,7 @@ final class Gate: Sendable {
 
 /// Counts arrivals and opens its gate when the count reaches a target.
 final class Arrivals: Sendable {
-    private let count = Mutex(0)
+    private let count = Lock(0)
     private let target: Int
     /// Opens when `target` arrivals have been counted.
     let reached = Gate()

@@ -1,5 +1,6 @@
 import Foundation
-import Synchronization
+
+@testable import SessionKitTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -46,7 +47,7 @@ struct RawResponse: Sendable {
 /// that bound for its result.
 final class RawConnection: Sendable {
     let descriptor: Int32
-    private let pending = Mutex<[UInt8]>([])
+    private let pending = Lock<[UInt8]>([])
 
     /// Connects to 127.0.0.1:`port`.
     init(port: Int) throws {
