@@ -112,7 +112,7 @@ struct AuthorizationServerIntegrationTests {
         let server = try Fixture.required()
         let user = try await server.createUser()
         let oauth = Self.client(server)
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
         let session = try await manager.signIn(Self.account(server, user)) {
             try await oauth.password(username: user.username, password: user.password)
@@ -191,7 +191,7 @@ struct AuthorizationServerIntegrationTests {
         let server = try Fixture.required()
         let user = try await server.createUser()
         let oauth = Self.client(server)
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
         let session = try await manager.signIn(Self.account(server, user)) {
             try await oauth.password(username: user.username, password: user.password)
@@ -210,7 +210,7 @@ struct AuthorizationServerIntegrationTests {
         let server = try Fixture.required()
         let user = try await server.createUser()
         let oauth = Self.client(server)
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
         let session = try await manager.signIn(Self.account(server, user)) {
             try await oauth.password(username: user.username, password: user.password)
@@ -247,7 +247,7 @@ struct AuthorizationServerIntegrationTests {
             )
         )
         await gone.stop()
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let root = try temporaryDirectory()
         let manager = SessionManager(
             configuration: .init(store: store, tokenEndpoint: oauth, revoker: offline, dataDirectory: root)
@@ -275,7 +275,9 @@ struct AuthorizationServerIntegrationTests {
         let b = try await manager.signIn(Self.account(server, second), makeCurrent: false) {
             try await oauth.password(username: second.username, password: second.password)
         }
-        let tokenOf = [first.username: try #require(a.tokens?.accessToken), second.username: try #require(b.tokens?.accessToken)]
+        let tokenOf = [
+            first.username: try #require(a.tokens?.accessToken), second.username: try #require(b.tokens?.accessToken),
+        ]
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (session, expected) in [(a, first.username), (b, second.username)] {
                 for _ in 0..<10 {
@@ -305,7 +307,7 @@ struct AuthorizationServerIntegrationTests {
         let server = try Fixture.required()
         let user = try await server.createUser()
         let oauth = Self.client(server)
-        let store = InMemoryCredentialStore()
+        let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(
             configuration: .init(
                 store: store,
