@@ -201,16 +201,15 @@ enum CommandLineParser {
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
-    /// `value` itself when it looks like a command or option name, else a placeholder: an unknown "option" may be
-    /// a token pasted in the wrong place, and is never printed.
+    /// `value` itself when it looks like a command or option name (lower-case letters and hyphens, short), else a
+    /// placeholder: an unknown "option" may be a token pasted in the wrong place, and is never printed.
     static func shown(_ value: String, as kind: String) -> String {
         let name = value.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        let allowed = name.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
-        }
-        guard allowed, (1...32).contains(name.count) else { return "(not shown: it may be a secret)" }
-        return "'\(name)'"
+        let word = name.drop { $0 == "-" }
+        let plausible =
+            name.count <= 32 && !word.isEmpty && word.first != "-"
+            && word.utf8.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || $0 == UInt8(ascii: "-") }
+        return plausible ? "'\(name)'" : "(not shown: it may be a secret)"
     }
 
     // MARK: - Scanning

@@ -14,7 +14,7 @@ enum Usage {
             case .auditCache: auditCache
             case .auditLogout: auditLogout
             }
-        return body + "\n\n" + ExitStatus.helpText + "\n"
+        return body + "\n\n" + ExitCode.helpText + "\n"
     }
 
     static let tool = """

@@ -147,6 +147,14 @@ final class AuditHTTPClient: Sendable {
                 message: "\(target) did not answer with HTTP: the bytes were not an HTTP response, or the "
                     + "connection closed first (URLError \(code.rawValue))")
         default:
+            // FoundationNetworking reports a failed handshake as URLError.unknown with libcurl's OpenSSL message.
+            let said = (error as NSError).userInfo[NSLocalizedDescriptionKey] as? String ?? ""
+            if ["SSL", "TLS", "certificate"].contains(where: { said.contains($0) }) {
+                return AuditFailure(
+                    kind: .tls,
+                    message: "the TLS handshake with \(target) failed: it may not speak TLS on that port, or its "
+                        + "certificate is not trusted (\(TextLayout.printable(said, limit: 120)))")
+            }
             return AuditFailure(kind: .network, message: "the request to \(target) failed (URLError \(code.rawValue))")
         }
     }

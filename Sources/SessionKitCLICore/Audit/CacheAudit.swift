@@ -45,7 +45,7 @@ enum CacheAudit {
     ///   - console: Where to print; it should scrub both tokens.
     /// - Returns: `.ok` when no cache could mix the users' answers, `.leak` when one could, `.failure` when the
     ///   server could not be asked.
-    static func run(_ options: CacheAuditOptions, tokens: (String, String), console: Console) async -> ExitStatus {
+    static func run(_ options: CacheAuditOptions, tokens: (String, String), console: Console) async -> ExitCode {
         let client = AuditHTTPClient(timeout: options.timeout)
         var answers: [HTTPExchange] = []
         for token in [tokens.0, tokens.1] {
@@ -128,6 +128,11 @@ enum CacheAudit {
                         + ": a cache could show user A's response to user B."))
             lines.append("Fix:")
             for fix in assessment.fixes { lines.append(TextLayout.paragraph(fix, indent: "    ", first: "  - ")) }
+        } else if assessment.privateCache.isAcrossUsers || assessment.sharedCache.isAcrossUsers {
+            lines.append(
+                TextLayout.paragraph(
+                    TextLayout.colour("SAFE", 32, enabled: colour)
+                        + " for these two users: a cache may reuse the answer, but they got the same one."))
         } else {
             lines.append(
                 TextLayout.paragraph(

@@ -76,7 +76,7 @@ enum LogoutAudit {
         _ options: LogoutAuditOptions,
         tokens: (access: String, refresh: String),
         console: Console
-    ) async -> ExitStatus {
+    ) async -> ExitCode {
         let client = AuditHTTPClient(timeout: options.timeout)
         let colour = console.usesColour
         func step(_ text: String, _ outcome: String) {
@@ -108,8 +108,8 @@ enum LogoutAudit {
                 let request = try RevocationRequest(token: token, tokenTypeHint: hint, clientID: options.clientID)
                     .urlRequest(endpoint: options.revocationEndpoint)
                 let answer = try await client.send(request)
-                let name = hint == .refreshToken ? "the refresh token" : "the access token"
-                step("2. revoke \(name) (RFC 7009)", "\(answer.status), " + revocation(answer))
+                let name = hint == .refreshToken ? "2a. revoke the refresh token" : "2b. revoke the access token"
+                step("\(name) (RFC 7009)", "\(answer.status), " + revocation(answer))
             }
 
             let replay = check(resourceAnswer: try await client.send(resource))

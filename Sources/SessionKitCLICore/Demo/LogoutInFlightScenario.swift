@@ -15,7 +15,7 @@ enum LogoutInFlightScenario {
         async let naiveRun = naive(schedule)
         async let sessionKitRun = withSessionKit(schedule)
         let (naive, sessionKit) = try await (naiveRun, sessionKitRun)
-        return ScenarioResult(id: id, naive: naive, sessionKit: sessionKit)
+        return ScenarioResult(id: id, naive: naive.verdict, sessionKit: sessionKit.verdict)
     }
 
     private static func install(on server: LocalServer) {
@@ -59,7 +59,10 @@ enum LogoutInFlightScenario {
         var failed = 0
     }
 
-    static func naive(_ schedule: ArrivalSchedule) async throws -> Verdict {
+    /// Runs the naive app on `schedule`.
+    ///
+    /// - Returns: The verdict, and how many requests were in flight at the logout (the bug needs at least one).
+    static func naive(_ schedule: ArrivalSchedule) async throws -> (verdict: Verdict, inFlightAtLogout: Int) {
         try await LocalServer.withRunning { server in
             install(on: server)
             let urlSession = DemoSupport.appURLSession()
@@ -100,7 +103,7 @@ enum LogoutInFlightScenario {
                 ? "nothing was in flight this time (e^-1.2 ≈ 30 % of logouts); try another --seed"
                 : "\(final.landedAfterLogout) landed after logout and were committed to the signed-out app's state"
             if final.failed > 0 { detail += "; \(final.failed) failed" }
-            return Verdict(leaked: leaked, detail: detail)
+            return (Verdict(leaked: leaked, detail: detail), final.inFlightAtLogout)
         }
     }
 
@@ -113,7 +116,10 @@ enum LogoutInFlightScenario {
         var failed = 0
     }
 
-    static func withSessionKit(_ schedule: ArrivalSchedule) async throws -> Verdict {
+    /// Runs the app with SessionKit on `schedule`.
+    ///
+    /// - Returns: The verdict, and how many requests sign-out cancelled.
+    static func withSessionKit(_ schedule: ArrivalSchedule) async throws -> (verdict: Verdict, cancelled: Int) {
         try await LocalServer.withRunning { server in
             install(on: server)
             let manager = DemoSupport.manager()
@@ -156,7 +162,7 @@ enum LogoutInFlightScenario {
                 "\(final.ended) ended with sessionEnded, \(final.committedAfterLogout) committed after logout"
             if final.refused > 0 { detail += ", \(final.refused) refused at commit" }
             if final.failed > 0 { detail += "; \(final.failed) failed otherwise" }
-            return Verdict(leaked: leaked, detail: detail)
+            return (Verdict(leaked: leaked, detail: detail), cancelled.value)
         }
     }
 }

@@ -127,7 +127,7 @@ enum WritesInFlightScenario {
                 detail: "wait (/rating): \(results[0]), \(report.writesWaitedFor) waited for by sign-out; hand-off "
                     + "(/upload): \(results[1]), finished after sign-out; discard (/sync): \(results[2]); kept for "
                     + "Alice's next sign-in: \(kept.isEmpty ? "nothing" : kept); shown to Bob: "
-                    + "\(DemoSupport.count(bobSees.count, "entry").replacingOccurrences(of: "entrys", with: "entries")); "
+                    + "\(bobSees.count) of her entries; "
                     + "writes sent with another user's token: \(crossed)"
             )
         }

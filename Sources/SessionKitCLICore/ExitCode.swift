@@ -1,5 +1,5 @@
 /// The exit statuses of `sessionkit`, as documented in every `--help`.
-enum ExitStatus: Int32, Sendable, CaseIterable {
+enum ExitCode: Int32, Sendable, CaseIterable {
     /// Everything checked out: no SessionKit row leaked, the responses are safe, the old tokens are rejected.
     case ok = 0
     /// A leak: a SessionKit demo row leaked, a cache could reuse one user's response for another, or a token
