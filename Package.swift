@@ -24,7 +24,8 @@ let package = Package(
         .testTarget(
             name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
-        .testTarget(name: "SessionKitCLITests", dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting"]),
+        .testTarget(
+            name: "SessionKitCLITests", dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -134,7 +134,9 @@ enum CommandLineParser {
         let topic = HelpTopic.auditLogout
         let parsed = try scan(arguments, options: logoutOptions, topic: topic)
         func required(_ flag: String) throws(UsageError) -> String {
-            guard let value = parsed.value(flag), !value.isEmpty else { throw UsageError("\(flag) is required", topic: topic) }
+            guard let value = parsed.value(flag), !value.isEmpty else {
+                throw UsageError("\(flag) is required", topic: topic)
+            }
             return value
         }
         func token(_ flag: String) throws(UsageError) -> TokenSource? {
@@ -204,7 +206,8 @@ enum CommandLineParser {
     /// `value` itself when it looks like a command or option name (lower-case letters and hyphens, short), else a
     /// placeholder: an unknown "option" may be a token pasted in the wrong place, and is never printed.
     static func shown(_ value: String, as kind: String) -> String {
-        let name = value.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let name =
+            value.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let word = name.drop { $0 == "-" }
         let plausible =
             name.count <= 32 && !word.isEmpty && word.first != "-"

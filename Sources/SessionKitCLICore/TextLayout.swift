@@ -72,14 +72,10 @@ enum TextLayout {
                 var line = ""
                 for (column, lines) in cells.enumerated() {
                     let text = lineIndex < lines.count ? lines[lineIndex] : ""
-                    let padded = column == cells.count - 1 ? text : text.padding(toLength: widths[column])
-                    if let row, let style, !text.isEmpty {
-                        let styled = style(row, column, text)
-                        line += styled + String(repeating: " ", count: column == cells.count - 1 ? 0 : widths[column] - text.count)
-                    } else {
-                        line += padded
-                    }
-                    if column < cells.count - 1 { line += "  " }
+                    // Padding is measured on the plain text: colour codes take no columns.
+                    let padding = String(repeating: " ", count: max(0, widths[column] - text.count) + 2)
+                    let shown = row.flatMap { row in style.map { $0(row, column, text) } } ?? text
+                    line += shown + (column < cells.count - 1 ? padding : "")
                 }
                 out.append(trimmingTrailingSpaces(line))
             }
@@ -124,12 +120,5 @@ enum TextLayout {
         var line = line
         while line.last == " " { line.removeLast() }
         return line
-    }
-}
-
-extension String {
-    /// The string padded with spaces to `length` characters (never cut).
-    fileprivate func padding(toLength length: Int) -> String {
-        count >= length ? self : self + String(repeating: " ", count: length - count)
     }
 }

@@ -61,7 +61,8 @@ import Testing
             let url = URL(string: "https://127.0.0.1:\(server.port)/me")!
             let (status, captured) = await auditCache(url, timeout: "5")
             #expect(status == .failure)
-            #expect(captured.errors.contains("TLS handshake with 127.0.0.1:\(server.port) failed"), "\(captured.errors)")
+            #expect(
+                captured.errors.contains("TLS handshake with 127.0.0.1:\(server.port) failed"), "\(captured.errors)")
         }
     }
 
@@ -72,7 +73,9 @@ import Testing
         try await LocalServer.withRunning { server in
             server.route("/me") { _ in .json("{}") }
             let captured = CapturedConsole(
-                environment: ["SESSIONKIT_ACCESS_TOKEN": "failure-token-at", "SESSIONKIT_REFRESH_TOKEN": "failure-token-rt"])
+                environment: [
+                    "SESSIONKIT_ACCESS_TOKEN": "failure-token-at", "SESSIONKIT_REFRESH_TOKEN": "failure-token-rt",
+                ])
             let status = await captured.run([
                 "audit", "logout", "--resource", server.url("/me").absoluteString, "--revocation-endpoint",
                 revocation.absoluteString, "--client-id", "app",

@@ -20,7 +20,9 @@ import Testing
                 let user = sameBody ? "everyone" : String((request.bearerToken ?? "nobody").prefix { $0 != "-" })
                 return .json(#"{"user":"\#(user)"}"#, headers: headers)
             }
-            let captured = CapturedConsole(environment: ["SESSIONKIT_TOKEN_A": Self.tokenA, "SESSIONKIT_TOKEN_B": Self.tokenB])
+            let captured = CapturedConsole(environment: [
+                "SESSIONKIT_TOKEN_A": Self.tokenA, "SESSIONKIT_TOKEN_B": Self.tokenB,
+            ])
             let status = await captured.run(["audit", "cache", "--url", server.url("/me").absoluteString])
             check(server, captured)
             #expect(!captured.all.contains(Self.tokenA) && !captured.all.contains(Self.tokenB), "a token was printed")
@@ -94,7 +96,8 @@ import Testing
             server.route("GET", "/me") { _ in .json("{}", headers: [("Cache-Control", "no-store")]) }
             let captured = CapturedConsole(environment: ["A": Self.tokenA, "B": Self.tokenB])
             let url = server.url("/me?api_key=query-secret").absoluteString
-            #expect(await captured.run(["audit", "cache", "--url", url, "--token-env", "A", "--token-env", "B"]) == .ok)
+            #expect(
+                await captured.run(["audit", "cache", "--url", url, "--token-env", "A", "--token-env", "B"]) == .ok)
             #expect(!captured.all.contains("query-secret"))
             #expect(captured.output.contains("/me?…"))
         }
@@ -132,10 +135,16 @@ import Testing
     @Test func freshnessComesFromMaxAgeExpiresAndAge() {
         let date = "Sun, 06 Nov 2044 08:49:37 GMT"
         let expires = "Sun, 06 Nov 2044 08:50:37 GMT"
-        guard case .acrossUsers(let reason) = CacheAssessment.privateReuse(of: exchange(["Date": date, "Expires": expires]))
-        else { Issue.record("Expires one minute after Date is fresh"); return }
+        guard
+            case .acrossUsers(let reason) = CacheAssessment.privateReuse(
+                of: exchange(["Date": date, "Expires": expires]))
+        else {
+            Issue.record("Expires one minute after Date is fresh")
+            return
+        }
         #expect(reason.contains("fresh for 60 s"))
-        #expect(!CacheAssessment.privateReuse(of: exchange(["Cache-Control": "max-age=60", "Age": "60"])).isAcrossUsers)
+        #expect(
+            !CacheAssessment.privateReuse(of: exchange(["Cache-Control": "max-age=60", "Age": "60"])).isAcrossUsers)
         #expect(!CacheAssessment.privateReuse(of: exchange(["Expires": "0"])).isAcrossUsers)
     }
 

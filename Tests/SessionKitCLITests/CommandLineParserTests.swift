@@ -59,7 +59,9 @@ import Testing
         #expect(try parse("demo --seed=42 --only=cache-leak --json") == expected)
     }
 
-    @Test(arguments: ["demo --seed", "demo --seed -1", "demo --seed x", "demo --seed 1.5", "demo --only", "demo --only="])
+    @Test(arguments: [
+        "demo --seed", "demo --seed -1", "demo --seed x", "demo --seed 1.5", "demo --only", "demo --only=",
+    ])
     func demoRefusesMissingOrInvalidValues(line: String) {
         #expect(usageError(line)?.topic == .demo)
     }
@@ -89,7 +91,10 @@ import Testing
 
     @Test func auditCacheTokensComeInOrderAndDashMeansStandardInput() throws {
         guard case .auditCache(let options) = try parse("audit cache --token-env X --token - --url http://127.0.0.1:9/")
-        else { Issue.record("not an audit cache command"); return }
+        else {
+            Issue.record("not an audit cache command")
+            return
+        }
         #expect(options.tokens == [.environment("X"), .standardInput])
         #expect(options.timeout == .seconds(10))
     }
@@ -98,13 +103,25 @@ import Testing
         ("audit cache", "--url is required"),
         ("audit cache --url", "--url needs a value"),
         ("audit cache --token --url https://a.example/", "--token needs a value"),
-        ("audit cache --url https://a.example/ --token a --token b --token c", "give two tokens (--token or --token-env), not 3"),
+        (
+            "audit cache --url https://a.example/ --token a --token b --token c",
+            "give two tokens (--token or --token-env), not 3"
+        ),
         ("audit cache --url https://a.example/ --token-env=", "--token-env needs a variable name"),
         ("audit cache --url notaurl", "--url needs an absolute http(s) URL with a host"),
         ("audit cache --url ftp://a.example/", "--url needs an http(s) URL"),
-        ("audit cache --url https://a.example/ --timeout 0", "--timeout needs a number of seconds above 0 and at most 600"),
-        ("audit cache --url https://a.example/ --timeout 601", "--timeout needs a number of seconds above 0 and at most 600"),
-        ("audit cache --url https://a.example/ --timeout soon", "--timeout needs a number of seconds above 0 and at most 600"),
+        (
+            "audit cache --url https://a.example/ --timeout 0",
+            "--timeout needs a number of seconds above 0 and at most 600"
+        ),
+        (
+            "audit cache --url https://a.example/ --timeout 601",
+            "--timeout needs a number of seconds above 0 and at most 600"
+        ),
+        (
+            "audit cache --url https://a.example/ --timeout soon",
+            "--timeout needs a number of seconds above 0 and at most 600"
+        ),
     ])
     func auditCacheRefusesMissingAndInvalidValues(line: String, message: String) {
         let error = usageError(line)
@@ -145,7 +162,10 @@ import Testing
             case .auditLogout(let options) = try parse(
                 "audit logout --resource https://a.example/ --revocation-endpoint https://a.example/r --client-id c "
                     + "--access-token-env AT --refresh-token RTVALUE")
-        else { Issue.record("not an audit logout command"); return }
+        else {
+            Issue.record("not an audit logout command")
+            return
+        }
         #expect(options.accessToken == .environment("AT"))
         #expect(options.refreshToken == .literal("RTVALUE"))
         #expect(options.tokenEndpoint == nil)
@@ -154,7 +174,10 @@ import Testing
     @Test(arguments: [
         ("audit logout --revocation-endpoint https://a.example/r --client-id c", "--resource is required"),
         ("audit logout --resource https://a.example/ --client-id c", "--revocation-endpoint is required"),
-        ("audit logout --resource https://a.example/ --revocation-endpoint https://a.example/r", "--client-id is required"),
+        (
+            "audit logout --resource https://a.example/ --revocation-endpoint https://a.example/r",
+            "--client-id is required"
+        ),
         (
             "audit logout --resource https://a.example/ --revocation-endpoint https://a.example/r --client-id c "
                 + "--access-token x --access-token-env Y", "give --access-token or --access-token-env, not both"
@@ -214,9 +237,14 @@ import Testing
         let environment = ["SET": " from-env \n", "EMPTY": ""]
         var lines = ["from-stdin"]
         let readLine = { lines.isEmpty ? nil : lines.removeFirst() }
-        #expect(try TokenSource.literal("lit").resolve(environment: environment, readLine: readLine, role: "t") == "lit")
-        #expect(try TokenSource.environment("SET").resolve(environment: environment, readLine: readLine, role: "t") == "from-env")
-        #expect(try TokenSource.standardInput.resolve(environment: environment, readLine: readLine, role: "t") == "from-stdin")
+        #expect(
+            try TokenSource.literal("lit").resolve(environment: environment, readLine: readLine, role: "t") == "lit")
+        #expect(
+            try TokenSource.environment("SET").resolve(environment: environment, readLine: readLine, role: "t")
+                == "from-env")
+        #expect(
+            try TokenSource.standardInput.resolve(environment: environment, readLine: readLine, role: "t")
+                == "from-stdin")
         #expect(throws: UsageError.self) {
             try TokenSource.standardInput.resolve(environment: environment, readLine: readLine, role: "t")
         }
@@ -255,7 +283,9 @@ import Testing
         #expect(!captured.all.contains("only-one-token"))
 
         let same = CapturedConsole(input: ["same-token", "same-token"])
-        #expect(await same.run(["audit", "cache", "--url", "http://127.0.0.1:9/", "--token", "-", "--token", "-"]) == .usage)
+        #expect(
+            await same.run(["audit", "cache", "--url", "http://127.0.0.1:9/", "--token", "-", "--token", "-"]) == .usage
+        )
         #expect(same.errors.contains("the two tokens are the same"))
         #expect(!same.all.contains("same-token"))
     }

@@ -106,14 +106,18 @@ import Testing
     @Test func onlyALeakingSessionKitRowOrAFailedScenarioMakesTheExitStatusNonZero() {
         func row(naive: Bool, sessionKit: Bool) -> ScenarioResult {
             ScenarioResult(
-                id: "x", naive: Verdict(leaked: naive, detail: "a"), sessionKit: Verdict(leaked: sessionKit, detail: "b"))
+                id: "x", naive: Verdict(leaked: naive, detail: "a"),
+                sessionKit: Verdict(leaked: sessionKit, detail: "b"))
         }
         #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false)], failures: 0) == .ok)
-        #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false), row(naive: false, sessionKit: true)], failures: 0) == .leak)
+        #expect(
+            SessionKitTool.exitCode(
+                [row(naive: true, sessionKit: false), row(naive: false, sessionKit: true)], failures: 0) == .leak)
         #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false)], failures: 1) == .failure)
         #expect(
             DemoReport.json([row(naive: true, sessionKit: false)])
-                == #"{"scenarios":[{"id":"x","naive":{"leaked":true,"detail":"a"},"sessionkit":{"leaked":false,"detail":"b"}}]}"#)
+                == #"{"scenarios":[{"id":"x","naive":{"leaked":true,"detail":"a"},"sessionkit":{"leaked":false,"detail":"b"}}]}"#
+        )
     }
 
     @Test func jsonStringsAreEscaped() throws {

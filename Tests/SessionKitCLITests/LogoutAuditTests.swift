@@ -103,7 +103,8 @@ import Testing
             #expect(output.contains("STILL ACCEPTED: 200, the revoked access token still works"))
             #expect(output.contains("STILL ACCEPTED: 200, the revoked refresh token was exchanged"))
             #expect(captured.output.contains("FAIL"))
-            #expect(!captured.all.contains(NonRevokingServer.access) && !captured.all.contains(NonRevokingServer.refresh))
+            #expect(
+                !captured.all.contains(NonRevokingServer.access) && !captured.all.contains(NonRevokingServer.refresh))
             // The tokens the grant handed out are revoked again, so the audit leaves nothing new alive.
             let revoked = server.requests.filter { $0.path == "/revoke" }.map(\.bodyText)
             #expect(revoked.count == 4)
@@ -117,7 +118,8 @@ import Testing
             NonRevokingServer().install(on: server)
             let captured = CapturedConsole(input: ["wrong-access-token", "wrong-refresh-token"])
             let status = await captured.run(
-                arguments(resource: server.url("/me"), revocation: server.url("/revoke"), tokenEndpoint: nil, clientID: "app")
+                arguments(
+                    resource: server.url("/me"), revocation: server.url("/revoke"), tokenEndpoint: nil, clientID: "app")
                     + ["--access-token", "-", "--refresh-token", "-"])
             #expect(status == .usage)
             #expect(captured.errors.contains("the access token was refused before any logout (status 401)"))
@@ -126,7 +128,8 @@ import Testing
     }
 
     @Test func aResourceAnsweringNeitherSuccessNorRefusalIsInconclusive() {
-        #expect(LogoutAudit.check(resourceAnswer: HTTPExchange(status: 500, headers: [:], body: Data())).passed == false)
+        #expect(
+            LogoutAudit.check(resourceAnswer: HTTPExchange(status: 500, headers: [:], body: Data())).passed == false)
         #expect(LogoutAudit.check(resourceAnswer: HTTPExchange(status: 403, headers: [:], body: Data())).passed)
         let (check, issued) = LogoutAudit.check(
             tokenAnswer: HTTPExchange(status: 401, headers: [:], body: Data(#"{"error":"invalid_client"}"#.utf8)))

@@ -129,8 +129,9 @@ final class AuditHTTPClient: Sendable {
         case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
             return AuditFailure(
                 kind: .unreachable,
-                message: "could not connect to \(target): " + (code == .cannotConnectToHost
-                    ? "the connection was refused or nothing listens there" : "the host name did not resolve"))
+                message: "could not connect to \(target): "
+                    + (code == .cannotConnectToHost
+                        ? "the connection was refused or nothing listens there" : "the host name did not resolve"))
         case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
             .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
             .clientCertificateRequired:

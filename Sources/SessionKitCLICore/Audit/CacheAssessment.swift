@@ -77,7 +77,8 @@ struct CacheAssessment: Sendable, Equatable {
             fixes.append(
                 "Cache-Control: private, no-store (personal data: no cache keeps it, on any device or proxy)")
             if sharedCache.isAcrossUsers {
-                fixes.append("remove public and s-maxage: they let CDNs and proxies answer every user with one user's data")
+                fixes.append(
+                    "remove public and s-maxage: they let CDNs and proxies answer every user with one user's data")
             }
             fixes.append(
                 "or, to stay cacheable for the same user: Cache-Control: private, max-age=N with Vary: "
@@ -91,7 +92,9 @@ struct CacheAssessment: Sendable, Equatable {
         if [first, second].contains(where: { Self.directives($0).0.isMalformed }) {
             notes.append("a Cache-Control field is malformed; caches may read it differently")
         }
-        if first.header("Cache-Control") != second.header("Cache-Control") || first.header("Vary") != second.header("Vary") {
+        if first.header("Cache-Control") != second.header("Cache-Control")
+            || first.header("Vary") != second.header("Vary")
+        {
             notes.append("the two users got different Cache-Control or Vary fields; the worse one decides")
         }
         self.fixes = fixes
@@ -148,7 +151,8 @@ struct CacheAssessment: Sendable, Equatable {
         }
         let (seconds, source) = lifetime
         guard seconds > age(answer) else { return .afterValidation("stale on arrival (\(source))") }
-        return .acrossUsers("fresh for \(seconds - age(answer)) s (\(source)), and Vary does not name Authorization\(privateNote)")
+        return .acrossUsers(
+            "fresh for \(seconds - age(answer)) s (\(source)), and Vary does not name Authorization\(privateNote)")
     }
 
     static func sharedReuse(of answer: HTTPExchange) -> Reuse {
@@ -158,8 +162,9 @@ struct CacheAssessment: Sendable, Equatable {
             return .never("private: shared caches must not store it")
         }
         guard cacheControl.isPublic || cacheControl.sharedMaxAge != nil || cacheControl.mustRevalidate else {
-            return .never("the request carried Authorization and the response has no public, s-maxage or "
-                + "must-revalidate (RFC 9111 §3.5)")
+            return .never(
+                "the request carried Authorization and the response has no public, s-maxage or "
+                    + "must-revalidate (RFC 9111 §3.5)")
         }
         if vary.isWildcard { return .never("Vary: * matches no later request") }
         if vary.fieldNames.contains("authorization") {
@@ -168,7 +173,8 @@ struct CacheAssessment: Sendable, Equatable {
         if cacheControl.noCache && cacheControl.noCacheFieldNames.isEmpty {
             return .afterValidation("no-cache: every reuse is checked with the server first")
         }
-        let allowedBy = cacheControl.isPublic ? "public" : cacheControl.sharedMaxAge != nil ? "s-maxage" : "must-revalidate"
+        let allowedBy =
+            cacheControl.isPublic ? "public" : cacheControl.sharedMaxAge != nil ? "s-maxage" : "must-revalidate"
         let lifetime: (Int, String)? =
             cacheControl.sharedMaxAge.map { ($0, "s-maxage=\($0)") } ?? explicitLifetime(answer, cacheControl)
         guard let lifetime else {
@@ -176,6 +182,7 @@ struct CacheAssessment: Sendable, Equatable {
         }
         let (seconds, source) = lifetime
         guard seconds > age(answer) else { return .afterValidation("stale on arrival (\(source))") }
-        return .acrossUsers("\(allowedBy) allows storing it despite Authorization; fresh for \(seconds - age(answer)) s (\(source))")
+        return .acrossUsers(
+            "\(allowedBy) allows storing it despite Authorization; fresh for \(seconds - age(answer)) s (\(source))")
     }
 }

@@ -117,8 +117,10 @@ enum LogoutAudit {
 
             var refresh: Check?
             if let tokenEndpoint = options.tokenEndpoint {
-                let request = try TokenRequest(grant: .refreshToken(tokens.refresh, scope: nil), clientID: options.clientID)
-                    .urlRequest(endpoint: tokenEndpoint)
+                let request = try TokenRequest(
+                    grant: .refreshToken(tokens.refresh, scope: nil), clientID: options.clientID
+                )
+                .urlRequest(endpoint: tokenEndpoint)
                 let answer = try await client.send(request)
                 let (result, issued) = check(tokenAnswer: answer)
                 refresh = result
@@ -200,7 +202,8 @@ enum LogoutAudit {
         }
     }
 
-    private static func revoke(_ issued: TokenSet, options: LogoutAuditOptions, client: AuditHTTPClient) async -> String {
+    private static func revoke(_ issued: TokenSet, options: LogoutAuditOptions, client: AuditHTTPClient) async -> String
+    {
         var pairs: [(String, RevocationRequest.TokenTypeHint)] = []
         if let refreshToken = issued.refreshToken { pairs.append((refreshToken, .refreshToken)) }
         pairs.append((issued.accessToken, .accessToken))

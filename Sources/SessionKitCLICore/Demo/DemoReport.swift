@@ -53,9 +53,12 @@ enum DemoReport {
         var lines = [summary, "", "What happened:"]
         for result in results {
             lines.append(result.id)
-            lines.append(TextLayout.paragraph(result.naive.detail, indent: String(repeating: " ", count: 14), first: "  naive:      "))
             lines.append(
-                TextLayout.paragraph(result.sessionKit.detail, indent: String(repeating: " ", count: 14), first: "  sessionkit: "))
+                TextLayout.paragraph(
+                    result.naive.detail, indent: String(repeating: " ", count: 14), first: "  naive:      "))
+            lines.append(
+                TextLayout.paragraph(
+                    result.sessionKit.detail, indent: String(repeating: " ", count: 14), first: "  sessionkit: "))
         }
         return lines.joined(separator: "\n")
     }

@@ -123,7 +123,9 @@ enum RefreshAfterLogoutScenario {
 
             // The app's background sync, SessionKit's way: as the current session (there is none), and, if some
             // code kept a reference, as the ended one (refused before anything is sent).
-            if let current = manager.current { _ = try? await current.data(for: URLRequest(url: mock.userInfoEndpoint)) }
+            if let current = manager.current {
+                _ = try? await current.data(for: URLRequest(url: mock.userInfoEndpoint))
+            }
             let stale: String
             var staleSent = false
             do {

@@ -80,7 +80,8 @@ enum WritesInFlightScenario {
             let crossed = crossed(server)
             return Verdict(
                 leaked: crossed > 0,
-                detail: "sign-out cancelled \(cancelled.count) of \(writes.count) writes (\(cancelled.joined(separator: ", "))) "
+                detail:
+                    "sign-out cancelled \(cancelled.count) of \(writes.count) writes (\(cancelled.joined(separator: ", "))) "
                     + "and the retry queue replayed them after Bob signed in: \(crossed) of Alice's writes reached "
                     + "the server with Bob's token"
             )
@@ -93,7 +94,9 @@ enum WritesInFlightScenario {
             install(on: server, gates: gates)
             let manager = DemoSupport.manager()
             let session = try await manager.signIn(DemoSupport.alice, tokens: DemoSupport.tokens("alice"))
-            let policies: [String: WritePolicy] = ["/rating": .wait(.seconds(5)), "/upload": .handOff, "/sync": .discard]
+            let policies: [String: WritePolicy] = [
+                "/rating": .wait(.seconds(5)), "/upload": .handOff, "/sync": .discard,
+            ]
             let started = writes.map { write in
                 Task { () -> String in
                     do {
