@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

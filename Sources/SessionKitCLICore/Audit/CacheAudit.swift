@@ -79,7 +79,7 @@ enum CacheAudit {
     /// The printed report.
     static func report(url: URL, answers: [HTTPExchange], assessment: CacheAssessment, colour: Bool) -> String {
         var lines: [String] = []
-        lines.append(TextLayout.paragraph("sessionkit audit cache: GET \(shown(url)) as user A, then as user B"))
+        lines.append(TextLayout.paragraph("sessionkit audit cache: GET \(shown(url)) as users A and B"))
         lines.append("")
         func row(_ label: String, _ value: (HTTPExchange) -> String) -> String {
             row(label, answers.map(value))
