@@ -100,9 +100,9 @@ enum DemoSupport {
 
 /// A value several tasks update under a lock.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
+    private let storage: Lock<Value>
 
-    init(_ value: Value) { storage = Mutex(value) }
+    init(_ value: Value) { storage = Lock(value) }
 
     var value: Value { storage.withLock { $0 } }
 

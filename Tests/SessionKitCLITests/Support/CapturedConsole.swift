@@ -1,19 +1,20 @@
 import Foundation
+import SessionKit
 import Synchronization
 
 @testable import SessionKitCLICore
 
 /// A console whose output, errors and input live in memory, for running the tool inside a test.
 final class CapturedConsole: Sendable {
-    private let outputText = Mutex("")
-    private let errorText = Mutex("")
-    private let inputLines: Mutex<[String]>
+    private let outputText = Lock("")
+    private let errorText = Lock("")
+    private let inputLines: Lock<[String]>
     let environment: [String: String]
     let isTerminal: Bool
 
     init(environment: [String: String] = [:], input: [String] = [], isTerminal: Bool = false) {
         self.environment = environment
-        self.inputLines = Mutex(input)
+        self.inputLines = Lock(input)
         self.isTerminal = isTerminal
     }
 
