@@ -1,10 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a ``TokenRefresher`` calls.
+/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a session calls when its access token
+/// expires or is rejected.
 ///
-/// `OAuthClient` is the implementation SessionKit ships; tests and apps with their own token service can
-/// provide another.
+/// ``OAuthClient`` is the implementation SessionKit ships; tests and apps with their own token service can
+/// provide another. The session, not the endpoint, owns single flight, rotation, the loop guard and the
+/// identity check at commit, so an implementation only sends one request and reads one answer.
 public protocol TokenEndpoint: Sendable {
     /// Sends a `refresh_token` grant and returns the new tokens.
     ///

@@ -144,9 +144,11 @@ extension UserSession {
         }
     }
 
-    /// Sends `request` with a fresh token obtained now (single flight), whatever the current one's expiry.
+    /// Refreshes the access token now, whatever the current one's expiry; the session holds the new tokens when
+    /// this returns.
     ///
-    /// - Returns: Nothing; the session holds the new tokens afterwards.
+    /// - Important: Single flight: a call made while a refresh is running waits for that refresh instead of
+    ///   starting another, and every refresh counts against ``RefreshPolicy``'s loop guard.
     /// - Throws: ``SessionError``: `accessExpired` when the session cannot refresh, and the refresh errors.
     public func refreshTokens() async throws {
         guard let refresher else {
