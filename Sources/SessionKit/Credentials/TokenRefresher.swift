@@ -23,9 +23,11 @@ public struct RefreshPolicy: Sendable {
     public var leeway: Duration
     /// Each session adds a random part of this to its leeway, so many clients do not refresh in step.
     public var jitter: Duration
-    /// At most this many refreshes, successful ones included, within ``window``.
+    /// At most this many refreshes, successful ones included, within ``window``; a server that keeps answering
+    /// 401 to fresh tokens is stopped here instead of being asked for a token in a loop.
     public var maximumRefreshes: Int
-    /// The window of the loop guard.
+    /// The sliding window over which ``maximumRefreshes`` is counted: a refresh beyond the count within it fails
+    /// with `excessiveRefresh` instead of reaching the token endpoint.
     public var window: Duration
     /// How long a caller waits for a refresh before giving up with `refreshTimedOut`.
     public var waitTimeout: Duration

@@ -23,6 +23,9 @@ extension UserSession {
     ///   whose fate is unknown, `idempotencyConflict`, `networkUnavailable`, `timedOut`, `malformedResponse`,
     ///   or refresh errors (`refreshRejected`, `excessiveRefresh`, `refreshTimedOut`, `providerOutage`).
     ///   `CancellationError` when the calling task is cancelled.
+    /// - Important: A response that arrives after ``end()`` is never returned: the call throws `sessionEnded`
+    ///   instead. The session can still end between this call returning and the caller using the result, so
+    ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let method = (request.httpMethod ?? "GET").uppercased()
         let replayable = RetryPolicy.isReplayable(request)
