@@ -1,10 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a ``TokenRefresher`` calls.
+/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a session calls when its access token
+/// expires or is rejected.
 ///
-/// `OAuthClient` is the implementation SessionKit ships; tests and apps with their own token service can
-/// provide another.
+/// ``OAuthClient`` is the implementation SessionKit ships; tests and apps with their own token service can
+/// provide another. The session, not the endpoint, owns single flight, rotation, the loop guard and the
+/// identity check at commit, so an implementation only sends one request and reads one answer.
 public protocol TokenEndpoint: Sendable {
     /// Sends a `refresh_token` grant and returns the new tokens.
     ///
@@ -21,9 +23,11 @@ public struct RefreshPolicy: Sendable {
     public var leeway: Duration
     /// Each session adds a random part of this to its leeway, so many clients do not refresh in step.
     public var jitter: Duration
-    /// At most this many refreshes, successful ones included, within ``window``.
+    /// At most this many refreshes, successful ones included, within ``window``; a server that keeps answering
+    /// 401 to fresh tokens is stopped here instead of being asked for a token in a loop.
     public var maximumRefreshes: Int
-    /// The window of the loop guard.
+    /// The sliding window over which ``maximumRefreshes`` is counted: a refresh beyond the count within it fails
+    /// with `excessiveRefresh` instead of reaching the token endpoint.
     public var window: Duration
     /// How long a caller waits for a refresh before giving up with `refreshTimedOut`.
     public var waitTimeout: Duration

@@ -67,7 +67,10 @@ public final class Outbox: Sendable {
     /// The queued writes, oldest first.
     public var pending: [Entry] { entries.withLock { $0 } }
 
-    /// Queues a write.
+    /// Queues a write, and writes the queue to the account's directory before returning.
+    ///
+    /// A write without an `Idempotency-Key` gets one now, once, so a flush that is interrupted and run again
+    /// cannot apply it twice on a server that honours the key.
     ///
     /// - Parameter request: The write; its `Authorization` header is not stored.
     /// - Throws: ``SessionError`` (`invalidInput`, `storageFailure`).

@@ -40,7 +40,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
         self.state = Lock(State(value: empty))
     }
 
-    /// The current contents.
+    /// The current contents: the bound session's data, or ``emptyValue`` when no session's data is in it.
     public var value: Value {
         registrar.access(self, keyPath: \.value)
         return state.withLock { $0.value }
