@@ -219,11 +219,8 @@ struct AuthorizationServerIntegrationTests {
         // The server rotates at once, then holds its answer for a second and a half.
         try await server.control(Fixture.Control(username: user.username, tokenDelayMilliseconds: 1500))
         let refresh = Task { try await session.refreshTokens() }
-        var seen = false
-        while !seen {
-            seen = try await server.log(username: user.username).contains { $0.grantType == "refresh_token" }
-            await Task.yield()
-        }
+        // The refresh is in flight (the server logs a request only once it has answered, so watch the state).
+        await eventually { manager.state == .refreshing(session.account) }
         await manager.signOut(options: .localOnly)
         await #expect(throws: SessionError.self) { try await refresh.value }
         #expect(try await store.load(for: session.account) == nil)
