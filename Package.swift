@@ -21,6 +21,7 @@ let package = Package(
         .testTarget(
             name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
+        .testTarget(name: "SessionKitBenchTests", dependencies: ["SessionKitBench"]),
     ],
     swiftLanguageModes: [.v6]
 )
