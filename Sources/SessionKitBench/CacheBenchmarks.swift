@@ -1,7 +1,6 @@
 import Foundation
 import SessionKit
 import SessionKitTesting
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -139,7 +138,7 @@ enum CacheBenchmarks {
 
 /// A process-wide counter for distinct URIs.
 private final class IndexCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Lock(0)
 
     func next() -> Int {
         value.withLock { value in

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Counts requests as they finish and remembers when the last one did, so a drain can be timed to the moment the
 /// last request in flight gave up rather than to when someone noticed.
@@ -10,11 +9,11 @@ final class CompletionRecorder: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Expects `count` completions.
     init(expecting count: Int) {
-        state = Mutex(State(remaining: count))
+        state = Lock(State(remaining: count))
     }
 
     /// Records one completion, now.

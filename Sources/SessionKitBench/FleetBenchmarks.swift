@@ -1,7 +1,6 @@
 import Foundation
 import SessionKit
 import SessionKitTesting
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -223,7 +222,7 @@ private final class OutageEndpoint: TokenEndpoint {
     }
 
     private let retryAfter: Duration?
-    private let record = Mutex(Record())
+    private let record = Lock(Record())
 
     init(retryAfter: Duration?) {
         self.retryAfter = retryAfter

@@ -1,7 +1,6 @@
 import Foundation
 import SessionKit
 import SessionKitTesting
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -30,7 +29,7 @@ enum ProfileLoop {
     /// follow (it crashes), so the loop would not run under callgrind at all.
     static func runBlockingMainThread(_ variant: Variant, requests: Int) -> Int32 {
         let done = DispatchSemaphore(value: 0)
-        let status = Mutex<Int32>(1)
+        let status = Lock<Int32>(1)
         Task.detached {
             do {
                 try await run(variant, requests: requests)

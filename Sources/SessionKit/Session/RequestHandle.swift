@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -12,7 +11,7 @@ import Synchronization
 ///   same lock: once `markCancelled()` has returned, the task either started before it (and is returned, to be
 ///   cancelled) or never will.
 final class RequestHandle: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
 
     /// Starts `task` unless the request was cancelled first; a task that does not start is cancelled instead, so
     /// its completion handler still runs, with `URLError.cancelled`.
