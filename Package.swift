@@ -26,6 +26,7 @@ let package = Package(
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(
             name: "SessionKitCLITests", dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting"]),
+        .testTarget(name: "SessionKitBenchTests", dependencies: ["SessionKitBench"]),
     ],
     swiftLanguageModes: [.v6]
 )

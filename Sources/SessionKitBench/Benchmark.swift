@@ -14,5 +14,14 @@ struct Benchmark: Sendable {
 
 /// Every benchmark the tool knows, in the order it runs them. Add new ones here.
 enum Benchmarks {
-    static let all: [Benchmark] = LocalServerBenchmarks.all
+    /// In order: the cheap per-request figures first, while the process is small, then the memory figures, then
+    /// the runs that create thousands of sessions and connections.
+    static let all: [Benchmark] =
+        RequestBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all + SessionBenchmarks.all
+        + CoalesceBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all
+
+    /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
+    static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {
+        benchmarks.filter { $0.isSelected(by: prefix) }
+    }
 }

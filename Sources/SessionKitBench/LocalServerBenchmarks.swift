@@ -57,9 +57,9 @@ enum LocalServerBenchmarks {
             }
             await server.stop()
             return [
-                BenchResult(name: "localserver.ratio.\(label)", value: median(ratios), unit: "x"),
-                BenchResult(name: "localserver.\(label).localserver", value: median(ours), unit: "req/s"),
-                BenchResult(name: "localserver.\(label).python", value: median(theirs), unit: "req/s"),
+                BenchResult(name: "localserver.ratio.\(label)", value: Statistics.median(ratios), unit: "x"),
+                BenchResult(name: "localserver.\(label).localserver", value: Statistics.median(ours), unit: "req/s"),
+                BenchResult(name: "localserver.\(label).python", value: Statistics.median(theirs), unit: "req/s"),
             ]
         } catch {
             await server.stop()
@@ -97,12 +97,5 @@ enum LocalServerBenchmarks {
             }
             try await group.waitForAll()
         }
-    }
-
-    private static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        guard !sorted.isEmpty else { return .nan }
-        let middle = sorted.count / 2
-        return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
     }
 }

@@ -4,46 +4,40 @@ import Foundation
 ///
 ///     swift run -c release sessionkit-bench [--json] [--only <prefix>]
 
-let usage = "usage: sessionkit-bench [--json] [--only <name prefix>]\n"
-var asJSON = false
-var prefix: String?
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-    switch argument {
-    case "--json":
-        asJSON = true
-    case "--only":
-        guard let value = arguments.popFirst() else {
-            FileHandle.standardError.write(Data(usage.utf8))
-            exit(2)
-        }
-        prefix = value
-    case "-h", "--help":
-        print(usage, terminator: "")
-        exit(0)
-    default:
-        FileHandle.standardError.write(Data("sessionkit-bench: unknown argument \(argument)\n\(usage)".utf8))
-        exit(2)
-    }
+let arguments: BenchArguments
+do {
+    arguments = try BenchArguments.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("sessionkit-bench: \(error)\n\(BenchArguments.usage)\n".utf8))
+    exit(2)
+}
+if arguments.help {
+    print(BenchArguments.usage)
+    exit(0)
+}
+if let variant = arguments.profile {
+    exit(ProfileLoop.runBlockingMainThread(variant, requests: arguments.requests))
 }
 
-let selected = Benchmarks.all.filter { $0.isSelected(by: prefix) }
+let selected = Benchmarks.selected(by: arguments.prefix)
 guard !selected.isEmpty else {
-    FileHandle.standardError.write(Data("sessionkit-bench: no benchmark matches \(prefix ?? "")\n".utf8))
+    FileHandle.standardError.write(Data("sessionkit-bench: no benchmark matches \(arguments.prefix ?? "")\n".utf8))
     exit(2)
 }
 
 var results: [BenchResult] = []
 var failed = false
+let started = ContinuousClock.now
 for benchmark in selected {
     do {
-        let produced = try await benchmark.run()
-        results += produced.filter { prefix == nil || $0.name.hasPrefix(prefix!) }
+        results += arguments.filter(try await benchmark.run())
     } catch {
         failed = true
         FileHandle.standardError.write(
             Data("sessionkit-bench: \(benchmark.resultNames.joined(separator: ", ")) failed: \(error)\n".utf8))
     }
 }
-print(asJSON ? BenchReport.json(results) : BenchReport.table(results))
+BenchLog.note(
+    "sessionkit-bench: finished in \(BenchLog.rounded(Statistics.seconds(ContinuousClock.now - started), 1)) s")
+print(arguments.json ? BenchReport.json(results) : BenchReport.table(results))
 exit(failed ? 1 : 0)

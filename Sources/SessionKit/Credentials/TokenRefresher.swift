@@ -114,9 +114,13 @@ actor TokenRefresher {
 
     /// Refreshes first when the session's access token is within the leeway of expiring.
     ///
+    /// Every request calls this, and almost always the token is fresh: that check reads only constants and the
+    /// session's lock, so it is made before hopping onto the actor, which then happens only for a refresh (whose
+    /// isolated path checks again).
+    ///
     /// - Parameter session: The session.
     /// - Throws: What a refresh throws.
-    func refreshIfExpiring(_ session: UserSession) async throws {
+    nonisolated func refreshIfExpiring(_ session: UserSession) async throws {
         guard let tokens = session.tokens else { throw SessionError.ended }
         guard tokens.isExpired(at: clock.now, leeway: policy.leeway + jitterOffset) else { return }
         _ = try await refresh(session, rejected: nil)

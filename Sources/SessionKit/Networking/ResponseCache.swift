@@ -174,9 +174,9 @@ public final class ResponseCache: Sendable {
             response.statusCode != 304
         else { return }
         let now = clock.now
-        let wallClockAtReceipt = wallClock(at: responseReceivedAt, now: now)
         var entry: ResponseCacheEntry?
-        if Self.cacheableStatusCodes.contains(response.statusCode) {
+        if Self.cacheableStatusCodes.contains(response.statusCode), !Self.saysNoStore(response) {
+            let wallClockAtReceipt = wallClock(at: responseReceivedAt, now: now)
             entry = ResponseCacheEntry(
                 response: response,
                 body: body,
@@ -314,6 +314,16 @@ public final class ResponseCache: Sendable {
             if control.isMalformed { control.noStore = true }
         }
         return (ResponseCacheKey(method: method, url: url), control)
+    }
+
+    /// Whether the response's `Cache-Control` says `no-store`, read from that one field.
+    ///
+    /// Deriving an entry reads every header field (about 13,000 instructions on Linux, most of it bridging
+    /// `allHeaderFields`) only to find that a `no-store` response may not be stored; this answers the common
+    /// case for a fraction of that. A `no` here decides nothing: the entry's own parse of every field does.
+    private static func saysNoStore(_ response: HTTPURLResponse) -> Bool {
+        guard let value = response.value(forHTTPHeaderField: "Cache-Control") else { return false }
+        return CacheControl(value).noStore
     }
 
     private static func isUsableWithoutValidation(

@@ -26,10 +26,16 @@ struct ResponseCacheKey: Hashable, Sendable {
     }
 
     /// Whether `string` needs no change: the common case, checked in one pass without allocating.
-    private static func isNormalized(_ string: String) -> Bool {
+    ///
+    /// An explicit port other than the scheme's default is already normal, so a URI such as
+    /// `http://127.0.0.1:8080/me` takes this path too; a default port (`:80` for http, `:443` for https) is not.
+    static func isNormalized(_ string: String) -> Bool {
         var sawSchemeEnd = false
         var inAuthority = false
         var slashes = 0
+        var inPort = false
+        var portDigits = 0
+        var port = 0
         for byte in string.utf8 {
             if byte == UInt8(ascii: "#") { return false }
             if !sawSchemeEnd {
@@ -43,19 +49,37 @@ struct ResponseCacheKey: Hashable, Sendable {
                 slashes += 1
                 inAuthority = slashes == 2
             } else if byte == UInt8(ascii: "/") {
+                if inPort {
+                    // An empty or default port is rewritten; any other port is kept as written.
+                    guard portDigits > 0, !isDefaultPort(port, digits: portDigits, of: string) else { return false }
+                }
                 // The path has started; the rest may hold anything but a fragment.
                 return !string.utf8.contains(UInt8(ascii: "#"))
-            } else if byte == UInt8(ascii: "?") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "@")
+            } else if inPort {
+                guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"), portDigits < 5 else { return false }
+                portDigits += 1
+                port = port * 10 + Int(byte - UInt8(ascii: "0"))
+            } else if byte == UInt8(ascii: ":") {
+                inPort = true
+            } else if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "@")
                 || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
             {
-                // An empty path, a port, user information or upper case: take the careful route.
+                // An empty path, user information or upper case: take the careful route.
                 return false
             }
         }
         return false
     }
 
-    private static func rebuilt(_ string: String) -> String {
+    /// Whether the port written as `digits` digits with value `port` is the default of the scheme `string`
+    /// starts with, as ``rebuilt(_:)`` spells it: exactly `80` for http, exactly `443` for https.
+    private static func isDefaultPort(_ port: Int, digits: Int, of string: String) -> Bool {
+        if port == 80 && digits == 2 { return string.utf8.starts(with: "http:".utf8) }
+        if port == 443 && digits == 3 { return string.utf8.starts(with: "https:".utf8) }
+        return false
+    }
+
+    static func rebuilt(_ string: String) -> String {
         var bytes = Array(string.utf8)
         if let fragment = bytes.firstIndex(of: UInt8(ascii: "#")) {
             bytes.removeSubrange(fragment...)

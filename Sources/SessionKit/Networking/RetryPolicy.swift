@@ -18,6 +18,10 @@ public struct RetryPolicy: Sendable {
     public var maximumDelay: Duration
     /// The HTTP statuses that are retried for a replayable request.
     public var retryableStatuses: Set<Int>
+    /// Whether waits are drawn at random below the backoff ceiling (full jitter), so that many clients failing
+    /// together do not retry together. Turn it off only to measure or test the synchronized worst case: every
+    /// wait is then the whole ceiling.
+    public var usesJitter: Bool
 
     /// Creates a policy.
     ///
@@ -26,16 +30,19 @@ public struct RetryPolicy: Sendable {
     ///   - baseDelay: The backoff base.
     ///   - maximumDelay: The longest wait.
     ///   - retryableStatuses: The statuses to retry.
+    ///   - usesJitter: Whether waits are randomized (full jitter); on by default.
     public init(
         maximumAttempts: Int = 3,
         baseDelay: Duration = .milliseconds(200),
         maximumDelay: Duration = .seconds(10),
-        retryableStatuses: Set<Int> = [429, 502, 503, 504]
+        retryableStatuses: Set<Int> = [429, 502, 503, 504],
+        usesJitter: Bool = true
     ) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.baseDelay = baseDelay
         self.maximumDelay = maximumDelay
         self.retryableStatuses = retryableStatuses
+        self.usesJitter = usesJitter
     }
 
     /// One attempt and no automatic retry, for callers that decide about retries themselves.
@@ -56,12 +63,13 @@ public struct RetryPolicy: Sendable {
     /// - Parameters:
     ///   - attempt: The number of the attempt about to be made, from 2.
     ///   - retryAfter: The server's requested wait, if any.
-    ///   - random: A number in `0 ..< 1`, injected so tests are deterministic.
+    ///   - random: A number in `0 ..< 1`, injected so tests are deterministic; ignored (taken as 1, the whole
+    ///     ceiling) when ``usesJitter`` is off.
     /// - Returns: The wait, never longer than ``maximumDelay``.
     public func delay(beforeAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
         let exponent = min(max(attempt - 2, 0), 30)
         let ceiling = min(baseDelay * (1 << exponent), maximumDelay)
-        let jittered = ceiling * min(max(random, 0), 1)
+        let jittered = usesJitter ? ceiling * min(max(random, 0), 1) : ceiling
         return min(max(jittered, retryAfter ?? .zero), maximumDelay)
     }
 }

@@ -174,17 +174,17 @@ extension UserSession {
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }
 
-    /// Creates, tracks and runs one URLSession task, under the lock that guards `isActive`.
+    /// Creates one URLSession task under the lock that guards `isActive`, then starts it.
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let handle = TaskHandle()
+        let handle = RequestHandle()
         let (data, response): (Data, URLResponse) = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let started = lifetime.withLock { lifetime -> Bool in
-                    guard lifetime.isActive else { return false }
+                let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
+                    guard lifetime.isActive else { return nil }
                     let id = lifetime.nextTaskID
                     lifetime.nextTaskID &+= 1
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
-                        self?.taskFinished(id)
+                        self?.taskFinished()
                         if let error {
                             continuation.resume(throwing: TransportFailure(underlying: error))
                         } else if let response {
@@ -193,12 +193,21 @@ extension UserSession {
                             continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
                         }
                     }
-                    lifetime.tasks[id] = task
-                    handle.set(task)
-                    task.resume()
-                    return true
+                    lifetime.requestsInFlight += 1
+                    lifetime.unstarted[id] = handle
+                    return (task, id)
                 }
-                if !started { continuation.resume(throwing: SessionError.ended) }
+                guard let created else {
+                    continuation.resume(throwing: SessionError.ended)
+                    return
+                }
+                // Started after the lifetime lock is released: `resume()` waits for the URLSession's serial work
+                // queue, which every transfer of this session keeps busy, and holding the lifetime lock meanwhile
+                // stalls every other request's start and completion. Until it has started, `end()` can find the
+                // request among the unstarted ones, and the handle's own lock orders the two: a request that
+                // `end()` reaches first never starts.
+                handle.start(created.task)
+                lifetime.withLock { _ = $0.unstarted.removeValue(forKey: created.id) }
             }
         } onCancel: {
             handle.cancel()
@@ -209,29 +218,11 @@ extension UserSession {
         return (data, http)
     }
 
-    private func taskFinished(_ id: Int) {
-        _ = lifetime.withLock { $0.tasks.removeValue(forKey: id) }
-    }
-}
-
-/// The URLSession task of one request, so a Swift task cancellation can reach it.
-private final class TaskHandle: Sendable {
-    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
-
-    func set(_ task: URLSessionTask) {
-        let cancelled = state.withLock { state -> Bool in
-            state.task = task
-            return state.cancelled
+    private func taskFinished() {
+        lifetime.withLock { lifetime in
+            // After `end()` the count is 0 and stays 0: its requests were all counted as cancelled.
+            if lifetime.isActive { lifetime.requestsInFlight -= 1 }
         }
-        if cancelled { task.cancel() }
-    }
-
-    func cancel() {
-        let task = state.withLock { state -> URLSessionTask? in
-            state.cancelled = true
-            return state.task
-        }
-        task?.cancel()
     }
 }
 

@@ -74,7 +74,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     struct Lifetime {
         var isActive = true
         var tokens: TokenSet?
-        var tasks: [Int: URLSessionTask] = [:]
+        /// Requests whose task exists and has not finished.
+        var requestsInFlight = 0
+        /// Requests whose task exists and is being started: the only ones `end()` has to stop by hand.
+        var unstarted: [Int: RequestHandle] = [:]
         var nextTaskID = 0
         var endHandlers: [@Sendable () -> Void] = []
         var refreshes = 0
@@ -164,7 +167,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
 
     /// The number of requests in flight.
-    public var requestsInFlight: Int { lifetime.withLock { $0.tasks.count } }
+    public var requestsInFlight: Int { lifetime.withLock { $0.requestsInFlight } }
 
     /// The account and the session's identity.
     public var description: String { "UserSession(\(id), \(account))" }
@@ -185,10 +188,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// `URLSession`, drops the cache and cookies, forgets the tokens and stops the refresher.
     ///
     /// Idempotent: only the first call does anything. It returns without waiting for the cancelled requests;
-    /// each of them throws ``SessionError/Code/sessionEnded``.
+    /// each of them throws ``SessionError/Code/sessionEnded``. Its duration does not grow with the number of
+    /// requests in flight: the URLSession calls that stop their transfers run on a background queue.
     ///
     /// - Returns: How many requests were in flight and cancelled (0 for calls after the first).
-    /// - Important: Once `end()` returns, the session creates no request and admits no credential write.
+    /// - Important: Once `end()` returns, the session starts no request (one not yet started never will),
+    ///   hands over no response, and admits no credential write.
     @discardableResult
     public func end() -> Int {
         end(refreshError: nil)
@@ -196,28 +201,42 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
     func end(refreshError: SessionError?) -> Int {
-        typealias Ended = (tasks: [URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?)
+        typealias Ended = (
+            inFlight: Int, unstarted: [RequestHandle], handlers: [@Sendable () -> Void], handoff: URLSession?
+        )
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             lifetime.isActive = false
             lifetime.tokens = nil
-            let tasks = Array(lifetime.tasks.values)
-            lifetime.tasks.removeAll()
+            let inFlight = lifetime.requestsInFlight
+            lifetime.requestsInFlight = 0
+            let unstarted = Array(lifetime.unstarted.values)
+            lifetime.unstarted.removeAll()
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (tasks, handlers, lifetime.handoffSession)
+            return (inFlight, unstarted, handlers, lifetime.handoffSession)
         }
         guard let ended else { return 0 }
-        // Nothing can create a task any more (the flag is down), so invalidating outside the lock is safe.
-        for task in ended.tasks { task.cancel() }
-        urlSession.invalidateAndCancel()
+        // Nothing can create a task any more (the flag is down). A request whose task is being started right now
+        // is marked cancelled, so it never starts (or, if its start is under way, this waits for it and the task
+        // is then cancelled with the others): after this loop no request of this session can start.
+        for request in ended.unstarted { _ = request.markCancelled() }
+        // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
+        // before it: with 1,000 requests in flight that is about a second on Linux. `invalidateAndCancel()`
+        // cancels every task, so it runs in the background and ending a session takes the same few microseconds
+        // whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)` checks
+        // `isActive` after every answer.
+        let urlSession = urlSession
+        DispatchQueue.global(qos: .userInitiated).async {
+            urlSession.invalidateAndCancel()
+        }
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
-        return ended.tasks.count
+        return ended.inFlight
     }
 
     // MARK: - Token commit
