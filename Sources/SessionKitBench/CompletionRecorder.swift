@@ -1,3 +1,4 @@
+import SessionKit
 
 /// Counts requests as they finish and remembers when the last one did, so a drain can be timed to the moment the
 /// last request in flight gave up rather than to when someone noticed.
