@@ -1,0 +1,76 @@
+import Foundation
+
+extension OAuthClient {
+    /// Starts a device authorization grant (RFC 8628 §3.1): asks for a device code and a user code.
+    ///
+    /// Show ``DeviceAuthorizationResponse/userCode`` and ``DeviceAuthorizationResponse/verificationURI`` to the
+    /// user, then call ``pollDeviceAuthorization(_:receivedAt:)`` with the response.
+    ///
+    /// - Parameter scope: The scope to ask for, or `nil` for the server's default.
+    /// - Returns: The codes and the verification page.
+    /// - Throws: ``SessionError``: `invalidInput` when no device authorization endpoint is configured,
+    ///   `malformedResponse` for an answer that is not a valid device authorization response, the classified error
+    ///   for a refusal (`authorizationFailed`, `providerOutage`, …), `networkUnavailable`, `timedOut`;
+    ///   `CancellationError` when the calling task is cancelled.
+    public func startDeviceAuthorization(scope: String? = nil) async throws -> DeviceAuthorizationResponse {
+        guard let endpoint = configuration.deviceAuthorizationEndpoint else {
+            throw SessionError(.invalidInput, "the OAuth client has no device authorization endpoint configured")
+        }
+        guard !configuration.clientID.isEmpty else { throw SessionError(.invalidInput, "the client ID is empty") }
+        var pairs: [(name: String, value: String)] = [("client_id", configuration.clientID)]
+        if let scope, !scope.isEmpty { pairs.append(("scope", scope)) }
+        let request = try FormPostRequest.make(endpoint: endpoint, pairs: pairs, role: "device authorization endpoint")
+        let answer = try await transport.send(request, to: "the device authorization endpoint")
+        return try DeviceAuthorizationResponse.parse(
+            data: answer.body, statusCode: answer.statusCode, retryAfter: answer.retryAfter)
+    }
+
+    /// Polls the token endpoint until the user approves or denies the device authorization, or its code expires
+    /// (RFC 8628 §3.4, §3.5).
+    ///
+    /// Each wait is on ``Configuration/clock``: one interval before the first poll, the interval again after
+    /// `authorization_pending`, five seconds more for this and every later poll after `slow_down`, and an
+    /// exponential backoff after a 5xx, a 429 or a lost connection (see ``DevicePollingState``). Polling stops
+    /// without a request once the next poll would come after the device code expires.
+    ///
+    /// - Parameters:
+    ///   - authorization: The answer of ``startDeviceAuthorization(scope:)``.
+    ///   - receivedAt: When that answer arrived on ``Configuration/clock``, which the code's lifetime counts
+    ///     from; `nil` means now.
+    /// - Returns: The tokens, once the user approved.
+    /// - Throws: ``SessionError``: `accessDenied` (the user said no), `authorizationExpired` (`expired_token`, or
+    ///   the code expires before the next poll), `authorizationFailed` (the server refused the device code),
+    ///   `malformedTokenResponse`, or another classified refusal; `CancellationError` when the calling task is
+    ///   cancelled, which stops polling at once.
+    public func pollDeviceAuthorization(
+        _ authorization: DeviceAuthorizationResponse,
+        receivedAt: ContinuousClock.Instant? = nil
+    ) async throws -> TokenSet {
+        let clock = configuration.clock
+        var state = DevicePollingState(authorization: authorization, receivedAt: receivedAt ?? clock.now)
+        let request = try TokenRequest(grant: .deviceCode(authorization.deviceCode), clientID: configuration.clientID)
+            .urlRequest(endpoint: configuration.tokenEndpoint)
+        var next = state.firstPoll
+        while true {
+            switch next {
+            case .finished(let tokens):
+                return tokens
+            case .failed(let error):
+                throw error
+            case .poll(let wait):
+                try await clock.sleep(for: wait)
+                do {
+                    let answer = try await transport.send(request, to: "the token endpoint")
+                    next = state.handle(
+                        statusCode: answer.statusCode, body: answer.body, receivedAt: answer.receivedAt,
+                        receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
+                } catch let error as SessionError
+                    where [.networkUnavailable, .timedOut, .malformedResponse].contains(error.code)
+                {
+                    // No answer to read: the server may be restarting. Back off; the code's expiry bounds this.
+                    next = state.handleTransportFailure(at: clock.now)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+extension OAuthClient {
+    /// Revokes a token at the authorization server (RFC 7009).
+    ///
+    /// A 2xx means done, including for a token the server does not know (RFC 7009 §2.2). A 503 or 429
+    /// (RFC 7009 §2.2.1) and a lost connection are retried per ``Configuration/revocationRetry``: at most its
+    /// ``RetryPolicy/maximumAttempts`` attempts, each wait at least the server's `Retry-After`; a `Retry-After`
+    /// longer than the policy's ``RetryPolicy/maximumDelay`` is not waited for. Each attempt is bounded by
+    /// ``Configuration/requestTimeout``.
+    ///
+    /// - Parameters:
+    ///   - token: The token to revoke.
+    ///   - hint: Which kind of token it is.
+    /// - Throws: ``SessionError``: `providerOutage` (with ``SessionError/retryAfter``) when the server is still
+    ///   unavailable after the attempts the policy allows or asks for a longer wait; `authorizationFailed` with
+    ///   ``SessionError/oauthError`` `unsupported_token_type` when the server does not revoke this kind of
+    ///   token, or another refusal; `networkUnavailable`, `timedOut`, `malformedResponse`; `invalidInput` when
+    ///   no revocation endpoint is configured. `CancellationError` when the calling task is cancelled (a bounded
+    ///   sign-out cancels a revocation that takes too long).
+    public func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        guard let endpoint = configuration.revocationEndpoint else {
+            throw SessionError(.invalidInput, "the OAuth client has no revocation endpoint configured")
+        }
+        let requestHint: RevocationRequest.TokenTypeHint =
+            switch hint {
+            case .refreshToken: .refreshToken
+            case .accessToken: .accessToken
+            }
+        let request = try RevocationRequest(token: token, tokenTypeHint: requestHint, clientID: configuration.clientID)
+            .urlRequest(endpoint: endpoint)
+        let policy = configuration.revocationRetry
+        var attempt = 1
+        while true {
+            let retryAfter: Duration?
+            let failure: SessionError
+            do {
+                let answer = try await transport.send(request, to: "the revocation endpoint")
+                switch RevocationRequest.classify(
+                    statusCode: answer.statusCode, body: answer.body, retryAfter: answer.retryAfter)
+                {
+                case .revoked:
+                    return
+                case .unsupportedTokenType:
+                    throw SessionError(
+                        .authorizationFailed,
+                        "the revocation endpoint does not revoke \(hint.rawValue)s: unsupported_token_type",
+                        statusCode: answer.statusCode, oauthError: "unsupported_token_type")
+                case .failed(let error):
+                    throw error
+                case .retryable(let after):
+                    retryAfter = after
+                    failure = SessionError(
+                        .providerOutage, "the revocation endpoint is unavailable (\(answer.statusCode))",
+                        statusCode: answer.statusCode, retryAfter: after)
+                }
+            } catch let error as SessionError where error.code == .networkUnavailable {
+                retryAfter = nil
+                failure = error
+            }
+            guard attempt < policy.maximumAttempts else { throw failure }
+            if let retryAfter, retryAfter > policy.maximumDelay {
+                throw SessionError(
+                    failure.code, failure.message + "; it asks for a wait of \(retryAfter), beyond the retry bound",
+                    statusCode: failure.statusCode, retryAfter: retryAfter)
+            }
+            attempt += 1
+            try await configuration.clock.sleep(
+                for: policy.delay(beforeAttempt: attempt, retryAfter: retryAfter, random: Double.random(in: 0..<1)))
+        }
+    }
+}

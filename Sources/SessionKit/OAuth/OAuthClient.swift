@@ -1,0 +1,208 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The client side of an OAuth 2.0 authorization server: token grants (RFC 6749), PKCE (RFC 7636), the device
+/// authorization grant (RFC 8628) and token revocation (RFC 7009).
+///
+/// It is the ``TokenEndpoint`` a ``UserSession`` refreshes with and the ``TokenRevoker`` sign-out revokes with:
+///
+/// ```swift
+/// let client = OAuthClient(configuration: .init(
+///     tokenEndpoint: URL(string: "https://id.example.com/token")!,
+///     revocationEndpoint: URL(string: "https://id.example.com/revoke")!,
+///     clientID: "my-app"))
+/// let session = UserSession(account: account, tokens: tokens, vault: vault, tokenEndpoint: client)
+/// ```
+///
+/// The client sends every request on one `URLSession` of its own, created with the client: ephemeral, with no
+/// URL cache, no cookie storage and no credential storage, and never the signed-in user's session (revocation
+/// runs after that one was invalidated). Token endpoint responses are never cached, and a redirect is never
+/// followed: a credential is only ever posted to the URL it was configured for.
+///
+/// Answers are read by SessionKit's parsers (``TokenResponse``, ``OAuthErrorResponse``,
+/// ``DeviceAuthorizationResponse``, ``RevocationRequest``); failures below HTTP become `networkUnavailable`
+/// (refused, reset or lost connection, unknown host), `timedOut`, or `malformedResponse` (bytes that are not
+/// HTTP). A token's expiry is measured from the moment its response arrived, on ``Configuration/clock``.
+///
+/// - Important: No token, code, verifier or password appears in any error, description or log line this client
+///   produces. The client is thread-safe; calls run independently of each other. Cancelling the calling task
+///   cancels the HTTP request in flight.
+public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStringConvertible {
+    /// Where the authorization server is and how the client talks to it.
+    public struct Configuration: Sendable {
+        /// The token endpoint (RFC 6749 §3.2): `https`, or `http` to a loopback host.
+        public var tokenEndpoint: URL
+        /// The revocation endpoint (RFC 7009 §2), if the server has one.
+        public var revocationEndpoint: URL?
+        /// The device authorization endpoint (RFC 8628 §3.1), if the server has one.
+        public var deviceAuthorizationEndpoint: URL?
+        /// The authorization endpoint (RFC 6749 §3.1), if the app runs the authorization code grant.
+        public var authorizationEndpoint: URL?
+        /// The client identifier (RFC 6749 §2.2); the client is public and authenticates with it alone.
+        public var clientID: String
+        /// The longest one HTTP exchange may take before it fails with `timedOut`.
+        public var requestTimeout: Duration
+        /// The clock that stamps responses (token expiry), paces device polling and waits between revocation
+        /// attempts.
+        public var clock: any SessionClock
+        /// How revocation retries an answer of 503 or 429 and a lost connection: at most
+        /// ``RetryPolicy/maximumAttempts`` attempts, waiting as ``RetryPolicy/delay(beforeAttempt:retryAfter:random:)``
+        /// says; a `Retry-After` longer than ``RetryPolicy/maximumDelay`` is not waited for.
+        public var revocationRetry: RetryPolicy
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - tokenEndpoint: The token endpoint.
+        ///   - revocationEndpoint: The revocation endpoint, if any.
+        ///   - deviceAuthorizationEndpoint: The device authorization endpoint, if any.
+        ///   - authorizationEndpoint: The authorization endpoint, if any.
+        ///   - clientID: The client identifier.
+        ///   - requestTimeout: The bound on one HTTP exchange; 30 seconds by default.
+        ///   - clock: The clock; the system's by default.
+        ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
+        public init(
+            tokenEndpoint: URL,
+            revocationEndpoint: URL? = nil,
+            deviceAuthorizationEndpoint: URL? = nil,
+            authorizationEndpoint: URL? = nil,
+            clientID: String,
+            requestTimeout: Duration = .seconds(30),
+            clock: any SessionClock = SystemClock(),
+            revocationRetry: RetryPolicy = RetryPolicy(
+                maximumAttempts: 3, baseDelay: .milliseconds(500), maximumDelay: .seconds(5),
+                retryableStatuses: [429, 503])
+        ) {
+            self.tokenEndpoint = tokenEndpoint
+            self.revocationEndpoint = revocationEndpoint
+            self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+            self.authorizationEndpoint = authorizationEndpoint
+            self.clientID = clientID
+            self.requestTimeout = requestTimeout
+            self.clock = clock
+            self.revocationRetry = revocationRetry
+        }
+    }
+
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+    let transport: OAuthTransport
+
+    /// Creates a client and its own `URLSession`.
+    ///
+    /// The configuration is checked when a request is made: an unusable endpoint or client ID makes that call
+    /// throw `invalidInput`, and never sends anything.
+    ///
+    /// - Parameter configuration: The server's endpoints and the client's settings.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.transport = OAuthTransport(requestTimeout: configuration.requestTimeout, clock: configuration.clock)
+    }
+
+    deinit {
+        // Nothing can start a request on this client any more, so invalidating cannot race a task creation.
+        transport.invalidate()
+    }
+
+    /// The client ID and the token endpoint.
+    public var description: String {
+        "OAuthClient(client_id: \(configuration.clientID), token endpoint: \(configuration.tokenEndpoint))"
+    }
+
+    // MARK: - Token grants
+
+    /// Exchanges a refresh token for new tokens (RFC 6749 §6).
+    ///
+    /// - Parameter refreshToken: The refresh token to present.
+    /// - Returns: The new tokens; when the server rotates, the new refresh token is in it, otherwise its
+    ///   ``TokenSet/refreshToken`` is `nil` and the caller keeps the old one.
+    /// - Throws: ``SessionError``: `refreshRejected` (`invalid_grant`: sign in again), `providerOutage` (5xx, 429,
+    ///   with ``SessionError/retryAfter``), `malformedTokenResponse`, `authorizationFailed` (another OAuth error),
+    ///   `networkUnavailable`, `timedOut`, `malformedResponse`, `invalidInput`; `CancellationError` when the
+    ///   calling task is cancelled.
+    public func refresh(using refreshToken: String) async throws -> TokenSet {
+        try await requestTokens(.refreshToken(refreshToken, scope: nil))
+    }
+
+    /// Exchanges an authorization code for tokens, proving possession of the PKCE verifier (RFC 6749 §4.1.3,
+    /// RFC 7636 §4.5).
+    ///
+    /// - Parameters:
+    ///   - code: The code from ``AuthorizationResponse/parse(callbackURL:expectedState:expectedIssuer:)``.
+    ///   - pkce: The pair whose challenge the authorization request carried.
+    ///   - redirectURI: The redirect URI the authorization request carried, exactly.
+    /// - Returns: The tokens.
+    /// - Throws: ``SessionError``: `authorizationFailed` when the server refuses the code (`invalid_grant` here
+    ///   refuses the code or the verifier, not a refresh token; ``SessionError/oauthError`` says which error),
+    ///   and otherwise as ``refresh(using:)``.
+    public func exchange(code: String, pkce: PKCE, redirectURI: String) async throws -> TokenSet {
+        do {
+            return try await requestTokens(
+                .authorizationCode(code: code, codeVerifier: pkce.verifier, redirectURI: redirectURI))
+        } catch let error as SessionError where error.code == .refreshRejected {
+            throw SessionError(
+                .authorizationFailed, "the token endpoint refused the authorization code: invalid_grant",
+                statusCode: error.statusCode, oauthError: error.oauthError)
+        }
+    }
+
+    /// Exchanges a username and password for tokens (RFC 6749 §4.3).
+    ///
+    /// FOR TESTS ONLY: the grant hands the user's password to the app, which the OAuth 2.0 Security BCP
+    /// (RFC 9700 §2.4) forbids. It exists to drive a test authorization server without a browser.
+    ///
+    /// - Parameters:
+    ///   - username: The resource owner's username.
+    ///   - password: Their password.
+    ///   - scope: The scope to ask for, or `nil` for the server's default.
+    /// - Returns: The tokens.
+    /// - Throws: ``SessionError``: `authorizationFailed` for a wrong username or password (`invalid_grant`), and
+    ///   otherwise as ``refresh(using:)``.
+    public func password(username: String, password: String, scope: String? = nil) async throws -> TokenSet {
+        do {
+            return try await requestTokens(.password(username: username, password: password, scope: scope))
+        } catch let error as SessionError where error.code == .refreshRejected {
+            throw SessionError(
+                .authorizationFailed, "the token endpoint refused the credentials: invalid_grant",
+                statusCode: error.statusCode, oauthError: error.oauthError)
+        }
+    }
+
+    /// Builds the authorization request that starts an authorization code grant, with a fresh PKCE pair and state.
+    ///
+    /// Open ``AuthorizationRequest/url``; when the browser comes back, read the code with
+    /// ``AuthorizationResponse/parse(callbackURL:expectedState:expectedIssuer:)`` and pass it to
+    /// ``exchange(code:pkce:redirectURI:)`` with ``AuthorizationRequest/pkce`` and the same redirect URI.
+    ///
+    /// - Parameters:
+    ///   - redirectURI: The registered redirect URI.
+    ///   - scope: The scope to ask for, or `nil` for the server's default.
+    /// - Returns: The request; keep it until the callback arrives.
+    /// - Throws: `SessionError(.invalidInput)` when no authorization endpoint is configured or an argument is not
+    ///   acceptable.
+    public func authorizationRequest(redirectURI: String, scope: String? = nil) throws -> AuthorizationRequest {
+        guard let endpoint = configuration.authorizationEndpoint else {
+            throw SessionError(.invalidInput, "the OAuth client has no authorization endpoint configured")
+        }
+        return try AuthorizationRequest(
+            authorizationEndpoint: endpoint, clientID: configuration.clientID, redirectURI: redirectURI,
+            scope: scope, pkce: PKCE())
+    }
+
+    /// Sends one token request and reads the answer.
+    ///
+    /// - Parameter grant: The grant.
+    /// - Returns: The tokens, their expiry measured from the arrival of the response.
+    /// - Throws: The classified error.
+    func requestTokens(_ grant: TokenRequest.Grant) async throws -> TokenSet {
+        let request = try TokenRequest(grant: grant, clientID: configuration.clientID)
+            .urlRequest(endpoint: configuration.tokenEndpoint)
+        let answer = try await transport.send(request, to: "the token endpoint")
+        return try TokenResponse.parse(
+            data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
+            receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The HTTP side of ``OAuthClient``: one private `URLSession`, one exchange at a time per call, and the mapping
+/// of failures below HTTP to ``SessionError``.
+final class OAuthTransport: Sendable {
+    /// An HTTP answer and when it arrived.
+    struct Answer: Sendable {
+        /// The status code.
+        var statusCode: Int
+        /// The body.
+        var body: Data
+        /// The parsed `Retry-After`, if the answer had a usable one.
+        var retryAfter: Duration?
+        /// When the answer arrived, on the client's monotonic clock.
+        var receivedAt: ContinuousClock.Instant
+        /// When the answer arrived, on the client's wall clock.
+        var receivedAtWall: Date
+    }
+
+    private let session: URLSession
+    private let requestTimeout: Duration
+    private let clock: any SessionClock
+
+    init(requestTimeout: Duration, clock: any SessionClock) {
+        self.requestTimeout = requestTimeout
+        self.clock = clock
+        let configuration = URLSessionConfiguration.ephemeral
+        // A credential exchange is never answered from, nor kept in, a cache; nor does it carry or keep cookies.
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCredentialStorage = nil
+        if requestTimeout > .zero {
+            configuration.timeoutIntervalForRequest = requestTimeout.timeInterval
+            configuration.timeoutIntervalForResource = requestTimeout.timeInterval
+        }
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+    }
+
+    /// Cancels what is in flight and releases the session; called when the client goes away.
+    func invalidate() {
+        session.invalidateAndCancel()
+    }
+
+    /// Sends `request` and returns the answer, whatever its status.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - endpoint: What is being called, for messages ("the token endpoint").
+    /// - Returns: The answer.
+    /// - Throws: `SessionError` `networkUnavailable`, `timedOut`, `malformedResponse` or `invalidInput`;
+    ///   `CancellationError` when the calling task is cancelled.
+    func send(_ request: URLRequest, to endpoint: String) async throws -> Answer {
+        guard requestTimeout > .zero else {
+            throw SessionError(.invalidInput, "the OAuth client's request timeout must be positive")
+        }
+        try Task.checkCancellation()
+        var request = request
+        request.timeoutInterval = requestTimeout.timeInterval
+        // One connection per exchange. libcurl silently resends a request whose reused connection closed before
+        // the answer, and cannot rewind a POST body to do so; a resent refresh would also present a refresh token
+        // the server may already have rotated, which its reuse detection answers by revoking the whole grant
+        // (RFC 9700 §4.14.2). Token requests are rare, so the extra handshake costs little.
+        request.setValue("close", forHTTPHeaderField: "Connection")
+        let handle = TaskHandle()
+        let clock = clock
+        let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
+        do {
+            outcome = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let task = session.dataTask(with: request) { data, response, error in
+                        // Stamped here, before any hop: a token's lifetime starts when its response arrived.
+                        let receivedAt = clock.now
+                        let receivedAtWall = clock.wallNow
+                        if let error {
+                            continuation.resume(throwing: error)
+                        } else if let response {
+                            continuation.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
+                        } else {
+                            continuation.resume(throwing: URLError(.badServerResponse))
+                        }
+                    }
+                    handle.start(task)
+                }
+            } onCancel: {
+                handle.cancel()
+            }
+        } catch {
+            throw Self.map(error, endpoint: endpoint)
+        }
+        guard let response = outcome.1 as? HTTPURLResponse else {
+            throw SessionError(.malformedResponse, "\(endpoint) did not answer with HTTP")
+        }
+        let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap {
+            RetryAfter.parse($0, now: outcome.3)
+        }
+        return Answer(
+            statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
+            receivedAtWall: outcome.3)
+    }
+
+    /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.
+    static func map(_ error: any Error, endpoint: String) -> any Error {
+        if error is CancellationError { return error }
+        guard let code = (error as? URLError)?.code else {
+            return SessionError(.networkUnavailable, "the request to \(endpoint) failed (\(type(of: error)))")
+        }
+        let malformed = SessionError(.malformedResponse, "\(endpoint) answered with something that is not HTTP")
+        switch code {
+        case .cancelled:
+            if Task.isCancelled { return CancellationError() }
+            return SessionError(.networkUnavailable, "the request to \(endpoint) was cancelled")
+        case .timedOut:
+            return SessionError(.timedOut, "\(endpoint) did not answer in time")
+        case .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
+            return malformed
+        #if canImport(FoundationNetworking)
+            // libcurl reports a connection closed before any byte of an answer ("empty reply from server") as
+            // badServerResponse, and an answer that is not HTTP/1.x as an unsupported protocol; the endpoint's
+            // URL was checked to be http(s) before sending, so the latter can only be the answer's fault.
+            case .badServerResponse:
+                return SessionError(.networkUnavailable, "\(endpoint) closed the connection without answering")
+            case .unsupportedURL:
+                return malformed
+        #else
+            case .badServerResponse:
+                return malformed
+        #endif
+        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
+            return SessionError(.networkUnavailable, "\(endpoint) could not be reached (URLError \(code.rawValue))")
+        default:
+            return SessionError(
+                .networkUnavailable, "the connection to \(endpoint) failed (URLError \(code.rawValue))")
+        }
+    }
+}
+
+/// Refuses every redirect, so the response to a credential-bearing `POST` is the 3xx itself: a token endpoint
+/// that redirects is misconfigured or compromised, and following it would post the credential elsewhere.
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+
+/// The URLSession task of one exchange, so that a Swift task cancellation reaches it even if it comes first.
+private final class TaskHandle: Sendable {
+    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+
+    func start(_ task: URLSessionTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        // Resumed even when already cancelled, so its completion handler runs and the caller is resumed.
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> URLSessionTask? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}

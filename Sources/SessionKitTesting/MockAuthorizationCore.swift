@@ -1,0 +1,184 @@
+import Foundation
+import SessionKit
+import Synchronization
+
+/// The part of a ``MockAuthorizationServer`` its route handlers share: the state, the injected behaviour, and
+/// the handlers themselves. Separate from the server object so the routes the ``LocalServer`` keeps do not keep
+/// the mock alive.
+final class MockAuthorizationCore: Sendable {
+    struct Controls {
+        var failures: [MockAuthorizationServer.Endpoint: [MockAuthorizationServer.Failure]] = [:]
+        var holds: [MockAuthorizationServer.Endpoint: [(gate: Gate, afterProcessing: Bool)]] = [:]
+        var delays: [MockAuthorizationServer.Endpoint: Duration] = [:]
+    }
+
+    let state: Mutex<MockAuthorizationState>
+    let controls = Mutex(Controls())
+    let clock: any SessionClock
+    let clientID: String
+    let issuer: String
+    let tokenCacheControl: String
+    let baseURL: URL
+
+    init(configuration: MockAuthorizationServer.Configuration, baseURL: URL) {
+        state = Mutex(MockAuthorizationState(settings: configuration))
+        clock = configuration.clock
+        clientID = configuration.clientID
+        tokenCacheControl = configuration.tokenResponseCacheControl
+        self.baseURL = baseURL
+        let text = baseURL.absoluteString
+        issuer = text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    private func url(_ path: String) -> URL {
+        URL(string: String(path.dropFirst()), relativeTo: baseURL)?.absoluteURL ?? baseURL
+    }
+
+    func install(on server: LocalServer) {
+        server.route("/token") { [self] request in
+            let form = request.method == "POST" ? MockAuthorizationState.decodeForm(request.bodyText) : nil
+            state.withLock { $0.countTokenRequest(grantType: form?["grant_type"]) }
+            return await serve(.token, request) { [self] in
+                guard request.method == "POST" else { return .status(405) }
+                guard let form else { return tokenResponse(.error("invalid_request", "the body is not a valid form")) }
+                let now = clock.now
+                return tokenResponse(state.withLock { $0.token(form, now: now) })
+            }
+        }
+        server.route("/revoke") { [self] request in
+            state.withLock { $0.revocationRequests += 1 }
+            return await serve(.revocation, request) { [self] in
+                guard request.method == "POST" else { return .status(405) }
+                guard let form = MockAuthorizationState.decodeForm(request.bodyText) else {
+                    return response(.error("invalid_request", "the body is not a valid form"))
+                }
+                return response(state.withLock { $0.revoke(form) })
+            }
+        }
+        server.route("/device") { [self] request in
+            state.withLock { $0.deviceAuthorizationRequests += 1 }
+            return await serve(.deviceAuthorization, request) { [self] in
+                guard request.method == "POST" else { return .status(405) }
+                guard let form = MockAuthorizationState.decodeForm(request.bodyText) else {
+                    return response(.error("invalid_request", "the body is not a valid form"))
+                }
+                let now = clock.now
+                let verification = url("/device/verify")
+                return tokenResponse(state.withLock { $0.startDevice(form, now: now, verificationURI: verification) })
+            }
+        }
+        server.route("GET", "/device/verify") { _ in .text("Enter the code shown on your device.") }
+        server.route("/authorize") { [self] request in
+            await serve(.authorization, request) { [self] in
+                guard request.method == "GET" else { return .status(405) }
+                guard let query = MockAuthorizationState.decodeForm(request.query ?? "") else {
+                    return .text("the query is not validly encoded", status: 400)
+                }
+                let now = clock.now
+                guard let answer = state.withLock({ $0.authorize(query, now: now, issuer: issuer) }) else {
+                    return .text("Sign in to continue.", headers: [("Cache-Control", "no-store")])
+                }
+                var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
+                if let location = answer.location { headers.append(("Location", location)) }
+                return .text(answer.text, status: answer.status, headers: headers)
+            }
+        }
+        server.route("GET", "/callback") { _ in .text("Signed in. The app reads the code from this URL.") }
+        server.route("/api/me") { [self] request in
+            await serveProtected(request) { _, user in
+                .json(#"{"user":"\#(user)"}"#, headers: [("Cache-Control", "no-store")])
+            }
+        }
+    }
+
+    /// Checks the bearer token, then answers with `handler`, with the resource endpoint's failures and holds.
+    func serveProtected(
+        _ request: LocalServer.Request,
+        _ handler: @escaping @Sendable (LocalServer.Request, String) async -> LocalServer.Response
+    ) async -> LocalServer.Response {
+        // Checked on arrival, before any hold, as a resource server validates a token before acting.
+        let now = clock.now
+        let user = request.bearerToken.flatMap { token in state.withLock { $0.accessTokenUser(token, now: now) } }
+        let hasToken = request.bearerToken != nil
+        return await serve(.resource, request) {
+            guard let user else {
+                // RFC 6750 §3.1: no error code when the request carried no token at all.
+                let challenge = hasToken ? #"Bearer realm="mock", error="invalid_token""# : #"Bearer realm="mock""#
+                return .json(
+                    #"{"error":"invalid_token"}"#, status: 401, headers: [("WWW-Authenticate", challenge)])
+            }
+            return await handler(request, user)
+        }
+    }
+
+    /// Applies the endpoint's next hold and next failure, its delay, and otherwise answers with `process`.
+    private func serve(
+        _ endpoint: MockAuthorizationServer.Endpoint,
+        _ request: LocalServer.Request,
+        _ process: @Sendable () async -> LocalServer.Response
+    ) async -> LocalServer.Response {
+        let (hold, failure, delay) = controls.withLock { controls in
+            let hold = controls.holds[endpoint]?.isEmpty == false ? controls.holds[endpoint]?.removeFirst() : nil
+            let failure =
+                controls.failures[endpoint]?.isEmpty == false ? controls.failures[endpoint]?.removeFirst() : nil
+            return (hold, failure, controls.delays[endpoint])
+        }
+        if let hold, !hold.afterProcessing { await hold.gate.wait() }
+        var response: LocalServer.Response
+        switch failure {
+        case nil:
+            response = await process()
+        case .processThenDrop?:
+            _ = await process()
+            response = LocalServer.Response(status: 200).failing(with: .closeBeforeResponding)
+        case .neverAnswer?:
+            // A gate nobody opens: it returns only when the client goes away or the server stops.
+            await Gate().wait()
+            return .status(503)
+        case let failure?:
+            response = Self.response(for: failure)
+        }
+        if let hold, hold.afterProcessing { await hold.gate.wait() }
+        if let delay { response = response.delayed(by: delay) }
+        return response
+    }
+
+    private static func response(for failure: MockAuthorizationServer.Failure) -> LocalServer.Response {
+        func retryAfter(_ delay: Duration?) -> [(name: String, value: String)] {
+            delay.map { [("Retry-After", "\(max($0.components.seconds, 0))")] } ?? []
+        }
+        let html = [("Content-Type", "text/html; charset=utf-8")]
+        switch failure {
+        case .serviceUnavailable(let delay):
+            return LocalServer.Response(
+                status: 503, headers: html + retryAfter(delay), body: Data("<h1>Service Unavailable</h1>".utf8))
+        case .tooManyRequests(let delay):
+            return .json(#"{"message":"too many requests"}"#, status: 429, headers: retryAfter(delay))
+        case .internalServerError:
+            return LocalServer.Response(status: 500, headers: html, body: Data("<h1>Internal Server Error</h1>".utf8))
+        case .oauthError(let code, let status):
+            return .json(
+                #"{"error":"\#(MockAuthorizationState.escape(code))"}"#, status: status,
+                headers: [("Cache-Control", "no-store")])
+        case .malformedBody(let body):
+            return .json(body.body, headers: [("Cache-Control", "no-store")])
+        case .fault(let fault):
+            return LocalServer.Response.json(#"{"access_token":"at-lost","token_type":"Bearer","expires_in":3600}"#)
+                .failing(with: fault)
+        case .processThenDrop, .neverAnswer:
+            return .status(500)  // handled by the caller
+        }
+    }
+
+    private func tokenResponse(_ reply: MockAuthorizationState.Reply) -> LocalServer.Response {
+        // RFC 6749 §5.1: token responses must not be cached.
+        var response = response(reply)
+        response.headers += [("Cache-Control", tokenCacheControl), ("Pragma", "no-cache")]
+        return response
+    }
+
+    private func response(_ reply: MockAuthorizationState.Reply) -> LocalServer.Response {
+        guard let json = reply.json else { return LocalServer.Response(status: reply.status) }
+        return .json(json, status: reply.status)
+    }
+}

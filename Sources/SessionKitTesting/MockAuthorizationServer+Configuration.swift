@@ -1,0 +1,99 @@
+import SessionKit
+
+extension MockAuthorizationServer {
+    /// How a ``MockAuthorizationServer`` issues and checks tokens.
+    public struct Configuration: Sendable {
+        /// The only client the server knows; requests with another `client_id` get `invalid_client`.
+        public var clientID: String
+        /// The lifetime of access tokens (`expires_in`); `nil` issues tokens without a stated lifetime that never
+        /// expire.
+        public var accessTokenLifetime: Duration?
+        /// Whether a refresh issues a new refresh token and retires the presented one (RFC 9700 §4.14.2). When off,
+        /// the refresh token stays valid and refresh responses carry none.
+        public var rotatesRefreshTokens: Bool
+        /// Whether grants come with a refresh token at all.
+        public var issuesRefreshTokens: Bool
+        /// Whether the revocation endpoint revokes access tokens; when off it answers `unsupported_token_type`
+        /// for them (RFC 7009 §2.2.1).
+        public var revokesAccessTokens: Bool
+        /// How long a device code stays valid (`expires_in` of the device authorization response).
+        public var deviceCodeLifetime: Duration
+        /// The polling interval the device authorization response asks for.
+        public var devicePollingInterval: Duration
+        /// How long an authorization code stays valid.
+        public var authorizationCodeLifetime: Duration
+        /// The `Cache-Control` of token responses; RFC 6749 §5.1 requires `no-store`, and a test can set a
+        /// cacheable value to check that a client does not cache anyway.
+        public var tokenResponseCacheControl: String
+        /// The clock that decides when access tokens, device codes and authorization codes expire.
+        public var clock: any SessionClock
+        /// The underlying server's limits and timeouts.
+        public var server: LocalServer.Configuration
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - clientID: The client the server knows; `sessionkit-tests` by default.
+        ///   - accessTokenLifetime: Access token lifetime; one hour by default.
+        ///   - rotatesRefreshTokens: Whether refresh tokens rotate; on by default.
+        ///   - issuesRefreshTokens: Whether grants carry a refresh token; on by default.
+        ///   - revokesAccessTokens: Whether access tokens can be revoked; on by default.
+        ///   - deviceCodeLifetime: Device code lifetime; ten minutes by default.
+        ///   - devicePollingInterval: Device polling interval; five seconds by default.
+        ///   - authorizationCodeLifetime: Authorization code lifetime; one minute by default.
+        ///   - tokenResponseCacheControl: `Cache-Control` of token responses; `no-store` by default.
+        ///   - clock: The expiry clock; the system's by default.
+        ///   - server: The underlying server's configuration.
+        public init(
+            clientID: String = "sessionkit-tests",
+            accessTokenLifetime: Duration? = .seconds(3600),
+            rotatesRefreshTokens: Bool = true,
+            issuesRefreshTokens: Bool = true,
+            revokesAccessTokens: Bool = true,
+            deviceCodeLifetime: Duration = .seconds(600),
+            devicePollingInterval: Duration = .seconds(5),
+            authorizationCodeLifetime: Duration = .seconds(60),
+            tokenResponseCacheControl: String = "no-store",
+            clock: any SessionClock = SystemClock(),
+            server: LocalServer.Configuration = .init()
+        ) {
+            self.clientID = clientID
+            self.accessTokenLifetime = accessTokenLifetime
+            self.rotatesRefreshTokens = rotatesRefreshTokens
+            self.issuesRefreshTokens = issuesRefreshTokens
+            self.revokesAccessTokens = revokesAccessTokens
+            self.deviceCodeLifetime = deviceCodeLifetime
+            self.devicePollingInterval = devicePollingInterval
+            self.authorizationCodeLifetime = authorizationCodeLifetime
+            self.tokenResponseCacheControl = tokenResponseCacheControl
+            self.clock = clock
+            self.server = server
+        }
+    }
+
+    /// One of the server's endpoints, to aim a delay, a gate or a failure at.
+    public enum Endpoint: Sendable, Hashable, CaseIterable {
+        /// `/token`.
+        case token
+        /// `/revoke`.
+        case revocation
+        /// `/device`.
+        case deviceAuthorization
+        /// `/authorize`.
+        case authorization
+        /// `/api/me` and any route added with ``MockAuthorizationServer/protectedRoute(_:_:_:)``.
+        case resource
+    }
+
+    /// A token endpoint grant type, for counting requests.
+    public enum Grant: String, Sendable, Hashable, CaseIterable {
+        /// `authorization_code`.
+        case authorizationCode = "authorization_code"
+        /// `refresh_token`.
+        case refreshToken = "refresh_token"
+        /// `password`.
+        case password = "password"
+        /// `urn:ietf:params:oauth:grant-type:device_code`.
+        case deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
+    }
+}

@@ -1,0 +1,401 @@
+import Foundation
+import SessionKit
+import Synchronization
+
+/// An OAuth 2.0 authorization server and resource server on loopback, for testing clients against real sockets:
+/// token endpoint, revocation, device authorization, an authorization endpoint, and a protected resource, with
+/// failures, delays and gates a test injects.
+///
+/// ```swift
+/// try await MockAuthorizationServer.withRunning { mock in
+///     try mock.addUser("alice")
+///     let session = UserSession(
+///         account: Account(issuer: mock.issuer, subject: "alice"),
+///         tokens: try mock.issueTokens(for: "alice"),
+///         tokenEndpoint: mock.makeClient())
+///     mock.invalidateAccessTokens(for: "alice")
+///     _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))  // refreshes once, then succeeds
+///     #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
+/// }
+/// ```
+///
+/// Endpoints, all under ``baseURL``:
+///
+/// - `POST /token` (``tokenEndpoint``): the `refresh_token`, `authorization_code` (PKCE `S256` required and
+///   verified), `password` and device code grants. Refresh tokens rotate when
+///   ``Configuration/rotatesRefreshTokens`` is on; presenting a rotated one again revokes the whole grant and
+///   answers `invalid_grant` (reuse detection, RFC 9700 §4.14.2), as does presenting an authorization code twice.
+/// - `POST /revoke` (``revocationEndpoint``, RFC 7009): 200 for any token, known or not. Revoking a refresh token
+///   revokes its grant, access tokens included.
+/// - `POST /device` (``deviceAuthorizationEndpoint``, RFC 8628): codes the test then approves or denies with
+///   ``approveDevice(userCode:as:)`` and ``denyDevice(userCode:)``.
+/// - `GET /authorize` (``authorizationEndpoint``): redirects to the request's redirect URI with a code, or with
+///   `error=access_denied`, as ``approveNextAuthorization(as:)`` or ``denyNextAuthorization()`` queued; without
+///   a queued decision it answers 200 with a sign-in page. `GET /callback` (``callbackURL``) answers 200, so a
+///   client that follows the redirect ends on a URL that carries the code.
+/// - `GET /api/me` (``userInfoEndpoint``): `{"user":"alice"}` for an active access token, otherwise 401 with
+///   `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3). Add more protected routes with
+///   ``protectedRoute(_:_:_:)``, or any route on ``server``.
+///
+/// Tokens are `at-<user>-<128 random bits>` and `rt-<user>-<128 random bits>`: a failing test shows whose a
+/// token is, and no test can guess one.
+///
+/// - Important: Thread-safe. Every handler runs in its own task; state changes happen under one lock, so
+///   concurrent requests see a consistent server. As a real server does, the mock finishes processing a request
+///   whose client went away (a held request is processed when its client leaves, if not before).
+public final class MockAuthorizationServer: Sendable {
+    /// The loopback HTTP server underneath: its request log, and a place for a test's own routes.
+    public let server: LocalServer
+    let core: MockAuthorizationCore
+
+    private init(server: LocalServer, configuration: Configuration) {
+        self.server = server
+        core = MockAuthorizationCore(configuration: configuration, baseURL: server.baseURL)
+        core.install(on: server)
+    }
+
+    /// Starts a server on 127.0.0.1 with a port the system picks.
+    ///
+    /// - Parameter configuration: How tokens are issued.
+    /// - Returns: The running server.
+    /// - Throws: What ``LocalServer/start(configuration:handler:)`` throws; `SessionError(.invalidInput)` for a
+    ///   client ID that is empty.
+    /// - Important: Call ``stop()`` when done, or use ``withRunning(configuration:isolation:_:)``.
+    public static func start(configuration: Configuration = .init()) async throws -> MockAuthorizationServer {
+        guard !configuration.clientID.isEmpty else {
+            throw SessionError(.invalidInput, "the mock authorization server's client ID is empty")
+        }
+        let server = try await LocalServer.start(configuration: configuration.server)
+        return MockAuthorizationServer(server: server, configuration: configuration)
+    }
+
+    /// Starts a server, runs `body` with it, and stops it, whether `body` returns or throws.
+    ///
+    /// - Parameters:
+    ///   - configuration: How tokens are issued.
+    ///   - isolation: The caller's actor, inherited so `body` may touch its state.
+    ///   - body: The work to do while the server runs.
+    /// - Returns: What `body` returns.
+    /// - Throws: What ``start(configuration:)`` or `body` throws; the server is stopped first.
+    public static func withRunning<T>(
+        configuration: Configuration = .init(),
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (MockAuthorizationServer) async throws -> T
+    ) async throws -> T {
+        let mock = try await start(configuration: configuration)
+        do {
+            let result = try await body(mock)
+            await mock.stop()
+            return result
+        } catch {
+            await mock.stop()
+            throw error
+        }
+    }
+
+    /// Stops the server: closes every connection and cancels every handler, held ones included.
+    public func stop() async {
+        await server.stop()
+    }
+
+    // MARK: - Addresses
+
+    /// The server's root URL, `http://127.0.0.1:<port>/`.
+    public var baseURL: URL { server.baseURL }
+    /// The issuer identifier: the base URL without its trailing slash. Authorization redirects carry it as `iss`.
+    public var issuer: String { core.issuer }
+    /// `POST /token`.
+    public var tokenEndpoint: URL { server.url("/token") }
+    /// `POST /revoke`.
+    public var revocationEndpoint: URL { server.url("/revoke") }
+    /// `POST /device`.
+    public var deviceAuthorizationEndpoint: URL { server.url("/device") }
+    /// `GET /authorize`.
+    public var authorizationEndpoint: URL { server.url("/authorize") }
+    /// `GET /callback`: a redirect URI on this server, so following the redirect ends on a URL with the code.
+    public var callbackURL: URL { server.url("/callback") }
+    /// `GET /api/me`: the protected resource.
+    public var userInfoEndpoint: URL { server.url("/api/me") }
+
+    /// The URL of a path on this server.
+    ///
+    /// - Parameter pathAndQuery: Such as `/api/me`.
+    /// - Returns: The absolute URL.
+    public func url(_ pathAndQuery: String) -> URL {
+        server.url(pathAndQuery)
+    }
+
+    /// An ``OAuthClient`` configured for this server's endpoints.
+    ///
+    /// - Parameters:
+    ///   - clientID: The client ID to send; this server's ``Configuration/clientID`` by default.
+    ///   - clock: The client's clock.
+    ///   - requestTimeout: The client's bound on one exchange.
+    ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
+    /// - Returns: The client.
+    public func makeClient(
+        clientID: String? = nil,
+        clock: any SessionClock = SystemClock(),
+        requestTimeout: Duration = .seconds(30),
+        revocationRetry: RetryPolicy? = nil
+    ) -> OAuthClient {
+        var configuration = OAuthClient.Configuration(
+            tokenEndpoint: tokenEndpoint,
+            revocationEndpoint: revocationEndpoint,
+            deviceAuthorizationEndpoint: deviceAuthorizationEndpoint,
+            authorizationEndpoint: authorizationEndpoint,
+            clientID: clientID ?? core.clientID,
+            requestTimeout: requestTimeout,
+            clock: clock
+        )
+        if let revocationRetry { configuration.revocationRetry = revocationRetry }
+        return OAuthClient(configuration: configuration)
+    }
+
+    // MARK: - Users and tokens
+
+    /// Registers a user who can sign in.
+    ///
+    /// - Parameters:
+    ///   - name: 1 to 64 characters of `A–Z a–z 0–9 . _ -`; it appears in the user's tokens.
+    ///   - password: The password the `password` grant checks.
+    /// - Throws: `SessionError(.invalidInput)` for a name or password that breaks the rules, or a name already taken.
+    public func addUser(_ name: String, password: String = "password") throws {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            throw SessionError(.invalidInput, "a mock user's name must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+        }
+        guard !password.isEmpty else { throw SessionError(.invalidInput, "a mock user's password is empty") }
+        let added = core.state.withLock { state -> Bool in
+            guard state.users[name] == nil else { return false }
+            state.users[name] = password
+            return true
+        }
+        guard added else { throw SessionError(.invalidInput, "the mock already has a user named \(name)") }
+    }
+
+    /// Starts a grant for `user` without a request, as if they had signed in earlier, and returns its tokens.
+    ///
+    /// - Parameters:
+    ///   - user: A registered user.
+    ///   - scope: The grant's scope, if any.
+    ///   - clock: The clock the returned token set's expiry is measured on (the client's).
+    /// - Returns: The tokens, as a client would have received them now.
+    /// - Throws: `SessionError(.invalidInput)` when the user is unknown.
+    public func issueTokens(for user: String, scope: String? = nil, clock: any SessionClock = SystemClock()) throws
+        -> TokenSet
+    {
+        let now = core.clock.now
+        let issued = core.state.withLock { state -> MockAuthorizationState.Issued? in
+            guard state.users[user] != nil else { return nil }
+            return state.startFamily(user: user, scope: scope, now: now)
+        }
+        guard let issued else { throw SessionError(.invalidInput, "the mock has no user named \(user)") }
+        return TokenSet(
+            accessToken: issued.accessToken, refreshToken: issued.refreshToken, scope: issued.scope,
+            lifetime: issued.lifetime, receivedAt: clock.now, receivedAtWall: clock.wallNow)
+    }
+
+    /// Whether `token` is an access token the resource would accept now, or a refresh token the token endpoint
+    /// would accept now (token introspection, as RFC 7662 `active` means it).
+    ///
+    /// - Parameter token: Any token.
+    /// - Returns: `false` for unknown, expired, revoked and rotated tokens.
+    public func isActive(token: String) -> Bool {
+        let now = core.clock.now
+        return core.state.withLock { $0.isActive(token, now: now) }
+    }
+
+    /// Revokes every grant of `user` on the server side, as an administrator or a password change would: every
+    /// access and refresh token the user holds stops working.
+    ///
+    /// - Parameter user: The user.
+    public func revokeAll(for user: String) {
+        core.state.withLock { state in
+            for (id, family) in state.families where family.user == user { state.revokeFamily(id) }
+        }
+    }
+
+    /// Makes every access token of `user` invalid, leaving their refresh tokens valid: the resource answers 401
+    /// and a refresh succeeds, as after a key rotation or an early expiry.
+    ///
+    /// - Parameter user: The user.
+    public func invalidateAccessTokens(for user: String) {
+        core.state.withLock { state in
+            for (token, entry) in state.accessIndex where entry.user == user {
+                state.accessIndex[token]?.isRevoked = true
+            }
+        }
+    }
+
+    /// Every access token issued to `user`, oldest first, active or not.
+    ///
+    /// - Parameter user: The user.
+    /// - Returns: The tokens.
+    public func accessTokens(issuedTo user: String) -> [String] {
+        core.state.withLock { state in
+            state.families.keys.sorted().compactMap { state.families[$0] }.filter { $0.user == user }
+                .flatMap(\.accessTokens)
+        }
+    }
+
+    /// The user whose active access token `request` carries, if it does.
+    ///
+    /// - Parameter request: A request to one of the test's own routes.
+    /// - Returns: The user, or `nil` when the request has no bearer token or it is not active.
+    public func user(authorizing request: LocalServer.Request) -> String? {
+        guard let token = request.bearerToken else { return nil }
+        let now = core.clock.now
+        return core.state.withLock { $0.accessTokenUser(token, now: now) }
+    }
+
+    // MARK: - The user's decisions
+
+    /// Queues a decision for the next authorization request: `user` signs in and approves.
+    ///
+    /// - Parameter user: A registered user.
+    /// - Throws: `SessionError(.invalidInput)` when the user is unknown.
+    public func approveNextAuthorization(as user: String) throws {
+        let known = core.state.withLock { state -> Bool in
+            guard state.users[user] != nil else { return false }
+            state.authorizationDecisions.append(user)
+            return true
+        }
+        guard known else { throw SessionError(.invalidInput, "the mock has no user named \(user)") }
+    }
+
+    /// Queues a decision for the next authorization request: the user denies it (`error=access_denied`).
+    public func denyNextAuthorization() {
+        core.state.withLock { $0.authorizationDecisions.append(nil) }
+    }
+
+    /// Approves a pending device authorization as `user`; the next poll receives tokens.
+    ///
+    /// - Parameters:
+    ///   - userCode: The user code the device showed.
+    ///   - user: A registered user.
+    /// - Throws: `SessionError(.invalidInput)` when the code is not pending or the user is unknown.
+    public func approveDevice(userCode: String, as user: String) throws {
+        let done = core.state.withLock { state -> Bool in
+            state.users[user] != nil && state.decideDevice(userCode: userCode, .approved(user))
+        }
+        guard done else { throw SessionError(.invalidInput, "no pending device authorization for that user code") }
+    }
+
+    /// Denies a pending device authorization; the next poll receives `access_denied`.
+    ///
+    /// - Parameter userCode: The user code the device showed.
+    /// - Throws: `SessionError(.invalidInput)` when the code is not pending.
+    public func denyDevice(userCode: String) throws {
+        let done = core.state.withLock { $0.decideDevice(userCode: userCode, .denied) }
+        guard done else { throw SessionError(.invalidInput, "no pending device authorization for that user code") }
+    }
+
+    /// Expires a pending device authorization now; the next poll receives `expired_token`.
+    ///
+    /// - Parameter userCode: The user code the device showed.
+    /// - Throws: `SessionError(.invalidInput)` when the code is not pending.
+    public func expireDevice(userCode: String) throws {
+        let now = core.clock.now
+        let done = core.state.withLock { state -> Bool in
+            guard let entry = state.devices.first(where: { $0.value.userCode == userCode }),
+                case .pending = entry.value.decision
+            else { return false }
+            state.devices[entry.key]?.expiresAt = now
+            return true
+        }
+        guard done else { throw SessionError(.invalidInput, "no pending device authorization for that user code") }
+    }
+
+    // MARK: - Behaviour
+
+    /// Whether refreshes rotate the refresh token; see ``Configuration/rotatesRefreshTokens``.
+    public var rotatesRefreshTokens: Bool {
+        get { core.state.withLock { $0.settings.rotatesRefreshTokens } }
+        set { core.state.withLock { $0.settings.rotatesRefreshTokens = newValue } }
+    }
+
+    /// The lifetime of access tokens issued from now on; see ``Configuration/accessTokenLifetime``.
+    public var accessTokenLifetime: Duration? {
+        get { core.state.withLock { $0.settings.accessTokenLifetime } }
+        set { core.state.withLock { $0.settings.accessTokenLifetime = newValue } }
+    }
+
+    /// Makes the next `times` requests to `endpoint` fail with `failure`, after any failures already queued.
+    ///
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - failure: What goes wrong.
+    ///   - times: How many requests in a row it happens to.
+    public func failNext(_ endpoint: Endpoint, with failure: Failure, times: Int = 1) {
+        guard times > 0 else { return }
+        core.controls.withLock { $0.failures[endpoint, default: []] += Array(repeating: failure, count: times) }
+    }
+
+    /// Delays every answer of `endpoint` by `delay` (after processing), or stops delaying with `nil`.
+    ///
+    /// - Parameters:
+    ///   - delay: The delay, or `nil`.
+    ///   - endpoint: The endpoint.
+    public func setDelay(_ delay: Duration?, for endpoint: Endpoint) {
+        core.controls.withLock { $0.delays[endpoint] = delay }
+    }
+
+    /// Holds the next request to `endpoint` at `gate` until the test opens it (or the client goes away).
+    ///
+    /// Each call holds one more request: the first request to arrive takes the first gate queued. Use
+    /// ``Gate/waitForArrivals(_:)`` to know that the request has arrived.
+    ///
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - gate: The gate to wait at.
+    ///   - afterProcessing: `false` holds the request before the server acts on it; `true` lets the server act
+    ///     (rotate, issue) and holds only the answer.
+    public func holdNext(_ endpoint: Endpoint, at gate: Gate, afterProcessing: Bool = false) {
+        core.controls.withLock { $0.holds[endpoint, default: []].append((gate, afterProcessing)) }
+    }
+
+    /// Answers `path` with `handler` for requests that carry an active access token, and with 401 and a Bearer
+    /// challenge for the others; failures, delays and gates of ``Endpoint/resource`` apply.
+    ///
+    /// - Parameters:
+    ///   - method: The method, or `nil` for any.
+    ///   - path: The path, compared exactly.
+    ///   - handler: Answers an authorized request; receives the request and its user.
+    public func protectedRoute(
+        _ method: String?,
+        _ path: String,
+        _ handler: @escaping @Sendable (LocalServer.Request, String) async -> LocalServer.Response
+    ) {
+        let core = core
+        server.route(method, path) { request in
+            await core.serveProtected(request, handler)
+        }
+    }
+
+    // MARK: - Counters
+
+    /// How many requests reached the token endpoint, whatever their grant or fate.
+    public var tokenRequestCount: Int { core.state.withLock { $0.tokenRequestTotal } }
+
+    /// How many requests reached the token endpoint with `grant`.
+    ///
+    /// - Parameter grant: The grant type.
+    /// - Returns: The count, injected failures included.
+    public func tokenRequestCount(grant: Grant) -> Int {
+        core.state.withLock { $0.tokenRequests[grant.rawValue, default: 0] }
+    }
+
+    /// How many requests reached the revocation endpoint.
+    public var revocationRequestCount: Int { core.state.withLock { $0.revocationRequests } }
+
+    /// How many requests reached the device authorization endpoint.
+    public var deviceAuthorizationRequestCount: Int { core.state.withLock { $0.deviceAuthorizationRequests } }
+
+    /// How many times a rotated refresh token or a used authorization code was presented again (each revoked a
+    /// grant).
+    public var reuseDetectionCount: Int { core.state.withLock { $0.reuseDetections } }
+
+    /// Every request the server received, in arrival order (``LocalServer/requests``).
+    public var requests: [RecordedRequest] { server.requests }
+}

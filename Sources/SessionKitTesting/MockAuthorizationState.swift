@@ -1,0 +1,378 @@
+import Foundation
+import SessionKit
+
+/// What a ``MockAuthorizationServer`` knows: users, grants, tokens, codes and counters. Pure: every decision is a
+/// synchronous function of the state, the request's parameters and the time, so the server calls it under one
+/// lock.
+struct MockAuthorizationState {
+    /// One grant's tokens: the refresh tokens a rotation chain issued and the access tokens issued with them.
+    struct Family {
+        let user: String
+        let scope: String?
+        var currentRefreshToken: String?
+        var refreshTokens: [String] = []
+        var accessTokens: [String] = []
+        var isRevoked = false
+    }
+
+    struct AccessToken {
+        let familyID: Int
+        let user: String
+        let expiresAt: ContinuousClock.Instant?
+        var isRevoked = false
+    }
+
+    struct AuthorizationCode {
+        let user: String
+        let clientID: String
+        let redirectURI: String
+        let challenge: String
+        let scope: String?
+        let expiresAt: ContinuousClock.Instant
+        var familyID: Int?
+    }
+
+    struct DeviceGrant {
+        enum Decision {
+            case pending
+            case approved(String)
+            case denied, consumed
+        }
+        let userCode: String
+        let scope: String?
+        var expiresAt: ContinuousClock.Instant
+        var decision = Decision.pending
+    }
+
+    /// An answer to send: a status and a JSON body (or none).
+    struct Reply: Equatable {
+        var status: Int
+        var json: String?
+        var headers: [String: String] = [:]
+
+        static func tokens(_ issued: Issued) -> Reply {
+            var json = #"{"access_token":"\#(issued.accessToken)","token_type":"Bearer""#
+            if let lifetime = issued.lifetime { json += #","expires_in":\#(lifetime.components.seconds)"# }
+            if let refreshToken = issued.refreshToken { json += #","refresh_token":"\#(refreshToken)""# }
+            if let scope = issued.scope { json += #","scope":"\#(MockAuthorizationState.escape(scope))""# }
+            return Reply(status: 200, json: json + "}")
+        }
+
+        static func error(_ code: String, _ description: String, status: Int = 400) -> Reply {
+            Reply(
+                status: status,
+                json: #"{"error":"\#(code)","error_description":"\#(MockAuthorizationState.escape(description))"}"#)
+        }
+    }
+
+    var settings: MockAuthorizationServer.Configuration
+    var users: [String: String] = [:]
+    var families: [Int: Family] = [:]
+    var nextFamilyID = 1
+    var refreshIndex: [String: Int] = [:]
+    var accessIndex: [String: AccessToken] = [:]
+    var codes: [String: AuthorizationCode] = [:]
+    var usedCodes: [String: AuthorizationCode] = [:]
+    var devices: [String: DeviceGrant] = [:]
+    var authorizationDecisions: [String?] = []
+
+    var tokenRequests: [String: Int] = [:]
+    var tokenRequestTotal = 0
+    var revocationRequests = 0
+    var deviceAuthorizationRequests = 0
+    var reuseDetections = 0
+
+    init(settings: MockAuthorizationServer.Configuration) {
+        self.settings = settings
+    }
+
+    // MARK: - Tokens
+
+    static func randomPart() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return String(high, radix: 16).leftPadded(to: 16) + String(low, radix: 16).leftPadded(to: 16)
+    }
+
+    /// Tokens just issued.
+    struct Issued: Equatable {
+        var accessToken: String
+        var refreshToken: String?
+        var lifetime: Duration?
+        var scope: String?
+    }
+
+    /// Starts a grant for `user`: a new family with its first access token (and refresh token).
+    mutating func startFamily(user: String, scope: String?, now: ContinuousClock.Instant) -> Issued {
+        let familyID = nextFamilyID
+        nextFamilyID += 1
+        families[familyID] = Family(user: user, scope: scope)
+        return issue(familyID: familyID, newRefreshToken: settings.issuesRefreshTokens, now: now)
+    }
+
+    /// Issues an access token in an existing family, and a new current refresh token when asked.
+    mutating func issue(familyID: Int, newRefreshToken: Bool, now: ContinuousClock.Instant) -> Issued {
+        var family = families[familyID] ?? Family(user: "nobody", scope: nil, isRevoked: true)
+        let accessToken = "at-\(family.user)-\(Self.randomPart())"
+        accessIndex[accessToken] = AccessToken(
+            familyID: familyID, user: family.user, expiresAt: settings.accessTokenLifetime.map { now.advanced(by: $0) })
+        family.accessTokens.append(accessToken)
+        var refreshToken: String?
+        if newRefreshToken {
+            let token = "rt-\(family.user)-\(Self.randomPart())"
+            refreshIndex[token] = familyID
+            family.refreshTokens.append(token)
+            family.currentRefreshToken = token
+            refreshToken = token
+        }
+        families[familyID] = family
+        return Issued(
+            accessToken: accessToken, refreshToken: refreshToken, lifetime: settings.accessTokenLifetime,
+            scope: family.scope)
+    }
+
+    mutating func revokeFamily(_ familyID: Int) {
+        guard var family = families[familyID] else { return }
+        family.isRevoked = true
+        family.currentRefreshToken = nil
+        for token in family.accessTokens { accessIndex[token]?.isRevoked = true }
+        families[familyID] = family
+    }
+
+    func accessTokenUser(_ token: String, now: ContinuousClock.Instant) -> String? {
+        guard let entry = accessIndex[token], !entry.isRevoked else { return nil }
+        if let expiresAt = entry.expiresAt, now >= expiresAt { return nil }
+        return entry.user
+    }
+
+    func isActive(_ token: String, now: ContinuousClock.Instant) -> Bool {
+        if accessTokenUser(token, now: now) != nil { return true }
+        guard let familyID = refreshIndex[token], let family = families[familyID] else { return false }
+        return !family.isRevoked && family.currentRefreshToken == token
+    }
+
+    // MARK: - Token endpoint
+
+    mutating func countTokenRequest(grantType: String?) {
+        tokenRequestTotal += 1
+        if let grantType { tokenRequests[grantType, default: 0] += 1 }
+    }
+
+    /// Answers a token request (RFC 6749 §4.1.3, §4.3.2, §6; RFC 8628 §3.4).
+    mutating func token(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+        guard form["client_id"] == settings.clientID else {
+            return .error("invalid_client", "unknown client", status: 401)
+        }
+        switch form["grant_type"] {
+        case "refresh_token"?: return refresh(form, now: now)
+        case "authorization_code"?: return exchange(form, now: now)
+        case "password"?:
+            guard let username = form["username"], let password = form["password"], users[username] == password else {
+                return .error("invalid_grant", "wrong username or password")
+            }
+            return .tokens(startFamily(user: username, scope: form["scope"], now: now))
+        case MockAuthorizationServer.Grant.deviceCode.rawValue?: return pollDevice(form, now: now)
+        case nil: return .error("invalid_request", "grant_type is missing")
+        case _?: return .error("unsupported_grant_type", "this server does not support that grant")
+        }
+    }
+
+    private mutating func refresh(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+        guard let token = form["refresh_token"] else { return .error("invalid_request", "refresh_token is missing") }
+        guard let familyID = refreshIndex[token], let family = families[familyID], !family.isRevoked else {
+            return .error("invalid_grant", "the refresh token is unknown or revoked")
+        }
+        guard family.currentRefreshToken == token else {
+            // RFC 9700 §4.14.2: a rotated refresh token presented again means two parties hold the grant; end it.
+            reuseDetections += 1
+            revokeFamily(familyID)
+            return .error("invalid_grant", "the refresh token was already used; the grant is revoked")
+        }
+        if let requested = form["scope"] {
+            let granted = Set((family.scope ?? "").split(separator: " "))
+            guard Set(requested.split(separator: " ")).isSubset(of: granted) else {
+                return .error("invalid_scope", "the requested scope exceeds the grant")
+            }
+        }
+        return .tokens(issue(familyID: familyID, newRefreshToken: settings.rotatesRefreshTokens, now: now))
+    }
+
+    private mutating func exchange(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+        guard let code = form["code"] else { return .error("invalid_request", "code is missing") }
+        if let used = usedCodes[code] {
+            // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
+            reuseDetections += 1
+            if let familyID = used.familyID { revokeFamily(familyID) }
+            return .error("invalid_grant", "the authorization code was already used")
+        }
+        guard let grant = codes.removeValue(forKey: code) else {
+            return .error("invalid_grant", "the authorization code is unknown")
+        }
+        usedCodes[code] = grant
+        guard now < grant.expiresAt else { return .error("invalid_grant", "the authorization code expired") }
+        guard form["client_id"] == grant.clientID, form["redirect_uri"] == grant.redirectURI else {
+            return .error("invalid_grant", "the code was issued to another client or redirect URI")
+        }
+        // RFC 7636 §4.6: S256 of the verifier must equal the challenge the authorization request carried.
+        guard let verifier = form["code_verifier"], let pkce = try? PKCE(verifier: verifier),
+            pkce.challenge == grant.challenge
+        else { return .error("invalid_grant", "the PKCE code verifier does not match the challenge") }
+        let familyID = nextFamilyID
+        let issued = startFamily(user: grant.user, scope: grant.scope, now: now)
+        usedCodes[code]?.familyID = familyID
+        return .tokens(issued)
+    }
+
+    private mutating func pollDevice(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+        guard let deviceCode = form["device_code"], let grant = devices[deviceCode] else {
+            return .error("invalid_grant", "the device code is unknown")
+        }
+        if now >= grant.expiresAt, case .pending = grant.decision {
+            return .error("expired_token", "the device code expired")
+        }
+        switch grant.decision {
+        case .pending: return .error("authorization_pending", "the user has not answered yet")
+        case .denied: return .error("access_denied", "the user denied the request")
+        case .consumed: return .error("invalid_grant", "the device code was already exchanged")
+        case .approved(let user):
+            devices[deviceCode]?.decision = .consumed
+            return .tokens(startFamily(user: user, scope: grant.scope, now: now))
+        }
+    }
+
+    // MARK: - Device authorization endpoint
+
+    /// Answers a device authorization request (RFC 8628 §3.2).
+    mutating func startDevice(_ form: [String: String], now: ContinuousClock.Instant, verificationURI: URL) -> Reply {
+        guard form["client_id"] == settings.clientID else {
+            return .error("invalid_client", "unknown client", status: 401)
+        }
+        let deviceCode = "dc-\(Self.randomPart())"
+        var userCode: String
+        repeat {
+            userCode = Self.makeUserCode()
+        } while devices.values.contains { $0.userCode == userCode }
+        devices[deviceCode] = DeviceGrant(
+            userCode: userCode, scope: form["scope"], expiresAt: now.advanced(by: settings.deviceCodeLifetime))
+        let uri = verificationURI.absoluteString
+        return Reply(
+            status: 200,
+            json: #"{"device_code":"\#(deviceCode)","user_code":"\#(userCode)","verification_uri":"\#(uri)","#
+                + #""verification_uri_complete":"\#(uri)?user_code=\#(userCode)","#
+                + #""expires_in":\#(settings.deviceCodeLifetime.components.seconds),"#
+                + #""interval":\#(settings.devicePollingInterval.components.seconds)}"#)
+    }
+
+    static func makeUserCode() -> String {
+        // RFC 8628 §6.1: letters people do not confuse, no vowels so no words.
+        let alphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
+        var generator = SystemRandomNumberGenerator()
+        let letters = (0..<8).map { _ in alphabet[Int(generator.next(upperBound: UInt64(alphabet.count)))] }
+        return String(letters[0..<4]) + "-" + String(letters[4..<8])
+    }
+
+    mutating func decideDevice(userCode: String, _ decision: DeviceGrant.Decision) -> Bool {
+        guard let entry = devices.first(where: { $0.value.userCode == userCode }),
+            case .pending = entry.value.decision
+        else { return false }
+        devices[entry.key]?.decision = decision
+        return true
+    }
+
+    // MARK: - Authorization endpoint
+
+    /// Where the browser goes after an authorization request (RFC 6749 §4.1.2): a redirect with a code or an
+    /// error, a 400 for a request that must not be redirected, or `nil` when no decision was queued.
+    mutating func authorize(_ query: [String: String], now: ContinuousClock.Instant, issuer: String) -> (
+        status: Int, location: String?, text: String
+    )? {
+        guard query["client_id"] == settings.clientID else { return (400, nil, "unknown client") }
+        guard let redirectURI = query["redirect_uri"], URL(string: redirectURI)?.scheme != nil else {
+            return (400, nil, "invalid redirect_uri")
+        }
+        func redirect(_ parameters: [(String, String)]) -> (Int, String?, String) {
+            var all = parameters
+            if let state = query["state"] { all.append(("state", state)) }
+            all.append(("iss", issuer))
+            let encoded = all.map { "\($0.0)=\(Self.formEncode($0.1))" }.joined(separator: "&")
+            return (302, redirectURI + (redirectURI.contains("?") ? "&" : "?") + encoded, "redirecting")
+        }
+        guard query["response_type"] == "code" else { return redirect([("error", "unsupported_response_type")]) }
+        guard let challenge = query["code_challenge"], query["code_challenge_method"] == "S256" else {
+            return redirect([("error", "invalid_request"), ("error_description", "PKCE with S256 is required")])
+        }
+        guard !authorizationDecisions.isEmpty else { return nil }
+        guard let user = authorizationDecisions.removeFirst() else { return redirect([("error", "access_denied")]) }
+        let code = "ac-\(Self.randomPart())"
+        codes[code] = AuthorizationCode(
+            user: user, clientID: settings.clientID, redirectURI: redirectURI, challenge: challenge,
+            scope: query["scope"], expiresAt: now.advanced(by: settings.authorizationCodeLifetime))
+        return redirect([("code", code)])
+    }
+
+    // MARK: - Revocation endpoint
+
+    /// Answers a revocation request (RFC 7009 §2.1, §2.2).
+    mutating func revoke(_ form: [String: String]) -> Reply {
+        guard form["client_id"] == settings.clientID else {
+            return .error("invalid_client", "unknown client", status: 401)
+        }
+        guard let token = form["token"] else { return .error("invalid_request", "token is missing") }
+        if let familyID = refreshIndex[token] {
+            revokeFamily(familyID)
+        } else if accessIndex[token] != nil {
+            guard settings.revokesAccessTokens else {
+                return .error("unsupported_token_type", "this server does not revoke access tokens")
+            }
+            accessIndex[token]?.isRevoked = true
+        }
+        // An unknown token is answered 200 as well: the client cannot do anything about it (RFC 7009 §2.2).
+        return Reply(status: 200, json: nil)
+    }
+
+    // MARK: - Encoding
+
+    static func escape(_ text: String) -> String {
+        var output = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case _ where scalar.value < 0x20: output += String(format: "\\u%04x", scalar.value)
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+
+    static func formEncode(_ text: String) -> String {
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    /// Decodes `application/x-www-form-urlencoded` text; `nil` when it is not validly encoded or repeats a name
+    /// (RFC 6749 §3.2: parameters must not be included more than once).
+    static func decodeForm(_ text: String) -> [String: String]? {
+        var result: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decodeComponent(parts[0]), !name.isEmpty,
+                let value = decodeComponent(parts.count > 1 ? parts[1] : "")
+            else { return nil }
+            guard result.updateValue(value, forKey: name) == nil else { return nil }
+        }
+        return result
+    }
+
+    private static func decodeComponent(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}
