@@ -29,6 +29,8 @@ final class ScheduleModel: Sendable {
         var containerCleared = false
         /// Whether a sign-out of it has started and not finished.
         var signOutInProgress = false
+        /// The gate its sign-out's revocation is held at, if it is.
+        var revocationHold: Gate?
     }
 
     struct CallRecord {

@@ -232,6 +232,14 @@ final class ScheduleRun: Sendable {
     }
 
     private func signIn(_ account: Int, makeCurrent: Bool, step: Int) async -> String {
+        // A sign-in waits for the account's sign-out in progress; one held at a gate only a later step opens
+        // would stall the schedule, so the sign-in lets it go first (and races its purge).
+        let held = model.state.withLock { state in
+            state.sessions.filter { $0.value.account == account && $0.value.signOutInProgress }
+                .compactMap { $0.value.revocationHold }
+        }
+        for gate in held { gate.open() }
+        gates.withLock { gates in gates.removeAll { gate in held.contains { $0 === gate.gate } } }
         let ordinal = model.newOrdinal()
         let tokens: TokenSet
         do {
@@ -304,6 +312,7 @@ final class ScheduleRun: Sendable {
         model.state.withLock { state in
             state.revocationHolds[ordinal] = (arrived, hold)
             state.sessions[ordinal]?.signOutInProgress = true
+            state.sessions[ordinal]?.revocationHold = hold
         }
         gates.withLock { $0.append(("revocation of #\(ordinal)", hold)) }
         let model = model
