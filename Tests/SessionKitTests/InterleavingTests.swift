@@ -48,6 +48,7 @@ import Testing
         let base = environment["SESSIONKIT_BASE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...(1 << 48))
         let count = replay != nil ? 20 : environment["SESSIONKIT_SCHEDULES"].flatMap { Int($0) } ?? 500
         let keep = environment["SESSIONKIT_STEPS"].map { $0.split(separator: ",").compactMap { Int($0) } }
+            .flatMap { $0.isEmpty ? nil : $0 }
 
         /// The steps to run of schedule `seed`, with their indices in the full schedule.
         func steps(of seed: UInt64) -> [(index: Int, step: ScheduleStep)] {
@@ -98,7 +99,7 @@ import Testing
     }
 
     /// Prints a failure, shrunk: steps are removed while the schedule still fails (each candidate tried up to
-    /// three times, since the timing differs between runs).
+    /// four times, since the timing differs between runs).
     private func report(_ failure: Failure, steps: [(index: Int, step: ScheduleStep)], world: InterleavingWorld)
         async throws
     {
@@ -112,7 +113,7 @@ import Testing
                 var candidate = kept
                 candidate.removeSubrange(index..<min(index + chunk, kept.count))
                 var reproduced: ScheduleRun.Outcome?
-                for _ in 0..<3 where reproduced == nil && budget > 0 && !candidate.isEmpty {
+                for _ in 0..<4 where reproduced == nil && budget > 0 && !candidate.isEmpty {
                     budget -= 1
                     let outcome = try await ScheduleRun(world: world).run(candidate.map { steps[$0].step })
                     if !outcome.violations.isEmpty { reproduced = outcome }

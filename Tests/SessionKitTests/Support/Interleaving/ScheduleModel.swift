@@ -12,6 +12,8 @@ final class ScheduleModel: Sendable {
     struct SessionRecord {
         let session: UserSession
         let account: Int
+        /// A screen's container, bound to this session alone for its whole life (not through the manager).
+        let screen: SessionScoped<ScheduleRun.Loaded?>
         /// When the first end marker ran: after `isActive` went down.
         var endedAt: ContinuousClock.Instant?
         /// The step whose manager call ended the session, if a step did.

@@ -149,7 +149,8 @@ final class ScheduleRun: Sendable {
         case .request:
             guard let (ordinal, session) = chosen else { return "no live session" }
             let method = step.variant & 1 == 0 ? "GET" : "POST"
-            return startCall(ordinal, session, method: method, slow: step.variant & 2 != 0)
+            return startCall(
+                ordinal, session, method: method, slow: step.variant & 2 != 0, heldBeforeCommit: step.variant & 4 != 0)
         case .openGate:
             let gate = gates.withLock { gates -> (name: String, gate: Gate)? in
                 gates.isEmpty ? nil : gates.remove(at: step.pick % gates.count)
@@ -253,8 +254,11 @@ final class ScheduleRun: Sendable {
             let session = try await ScheduleModel.StepContext.$step.withValue(step) {
                 try await manager.signIn(accounts[account], tokens: tokens, makeCurrent: makeCurrent)
             }
+            // A screen made for this session: bound before the end marker, so its handler empties it first.
+            let screen = SessionScoped<Loaded?>(empty: nil)
+            screen.bind(to: session)
             model.state.withLock {
-                $0.sessions[ordinal] = ScheduleModel.SessionRecord(session: session, account: account)
+                $0.sessions[ordinal] = ScheduleModel.SessionRecord(session: session, account: account, screen: screen)
             }
             model.mark(ordinal)
             return "signed in \(users[account]) as #\(ordinal)\(makeCurrent ? " (current)" : "")"
@@ -357,8 +361,11 @@ final class ScheduleRun: Sendable {
     }
 
     /// Starts a request (or, with `method` nil, a forced refresh) of `session` in a task of its own.
-    private func startCall(_ ordinal: Int, _ session: UserSession, method: String?, slow: Bool) -> String {
-        let what = method.map { "#\(ordinal) \($0) \(slow ? "slow" : "fast")" } ?? "#\(ordinal) refresh"
+    private func startCall(
+        _ ordinal: Int, _ session: UserSession, method: String?, slow: Bool, heldBeforeCommit: Bool = false
+    ) -> String {
+        var what = method.map { "#\(ordinal) \($0) \(slow ? "slow" : "fast")" } ?? "#\(ordinal) refresh"
+        if heldBeforeCommit { what += ", held before its commit" }
         let call = model.state.withLock { state -> Int in
             defer { state.nextCall += 1 }
             state.calls[state.nextCall] = ScheduleModel.CallRecord(session: ordinal, what: what)
@@ -373,6 +380,9 @@ final class ScheduleRun: Sendable {
         let expected = #"{"user":"\#(user(of: ordinal))"}"#
         let model = model
         let container = container
+        let screen = model.record(ordinal)?.screen
+        let processing = heldBeforeCommit ? Gate() : nil
+        if let processing { gates.withLock { $0.append(("processing of call \(call)", processing)) } }
         let task = Task {
             var outcome: String
             do {
@@ -383,8 +393,12 @@ final class ScheduleRun: Sendable {
                         if body != expected {
                             model.violation("call \(call) of #\(ordinal) was answered \(body)", at: "call \(call)")
                         }
-                        let committed = container.commit(Loaded(session: ordinal, call: call), from: session)
-                        outcome = committed ? "committed" : "commit refused"
+                        // The last await before the commit: the session may end meanwhile.
+                        await processing?.wait()
+                        let loaded = Loaded(session: ordinal, call: call)
+                        let shown = screen?.commit(loaded, from: session) == true
+                        let committed = container.commit(loaded, from: session)
+                        outcome = (committed ? "committed" : "commit refused") + (shown ? ", shown" : "")
                     } else {
                         outcome = "HTTP \(response.statusCode)"
                     }
@@ -423,6 +437,13 @@ final class ScheduleRun: Sendable {
     /// rejected refresh in the background), which empties the value, so a value read afterwards was committed
     /// under the binding read.
     private func checkContainer(at label: String) {
+        for (ordinal, record) in model.state.withLock({ $0.sessions }) where record.containerCleared {
+            if let value = record.screen.value {
+                model.violation(
+                    "the screen of #\(ordinal) shows call \(value.call)'s data, committed after #\(ordinal) ended",
+                    at: label)
+            }
+        }
         let bound = container.session
         guard let value = container.value else { return }
         guard let owner = model.record(value.session) else {

@@ -9,7 +9,8 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         case signIn
         /// Sign in again an account that has a live session (it replaces that session).
         case signInAgain
-        /// A request from a live session: `variant` bit 0 is POST, bit 1 slow (held at a gate).
+        /// A request from a live session: `variant` bit 0 is POST, bit 1 slow (held at the server), bit 2 held
+        /// after its response, before its commit (an app decoding or processing the answer).
         case request
         /// Open one held gate: a slow request, a held refresh or a held revocation.
         case openGate
@@ -72,7 +73,7 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
                 ScheduleStep(
                     kind: kind,
                     pick: Int.random(in: 0..<1000, using: &generator),
-                    variant: Int.random(in: 0..<4, using: &generator)
+                    variant: Int.random(in: 0..<8, using: &generator)
                 )
             )
         }
