@@ -30,6 +30,9 @@ import Testing
 ///
 ///       SESSIONKIT_SEED=1234567 SESSIONKIT_STEPS=0,3,4 swift test --filter InterleavingTests
 ///
+/// - `SESSIONKIT_LIST_VIOLATIONS`: when set, prints every failing schedule's violations and trace, not only the
+///   first one's (to see which kinds of violation a change causes).
+///
 /// It prints one line, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke an
 /// invariant. On a failure it also prints the first failing schedule's seed, its violations, and the shortest
 /// failing trace it found by re-running the schedule with steps removed.
