@@ -14,13 +14,18 @@ let package = Package(
     targets: [
         .target(name: "SessionKit"),
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
-        .executableTarget(name: "SessionKitCLI", dependencies: ["SessionKit", "SessionKitTesting"]),
+        // The command-line tool's logic (demo scenarios, audits, argument parsing), kept out of the executable so
+        // tests can reach it; not a product.
+        .target(name: "SessionKitCLICore", dependencies: ["SessionKit", "SessionKitTesting"]),
+        .executableTarget(name: "SessionKitCLI", dependencies: ["SessionKitCLICore"]),
         .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
         .testTarget(
             name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
+        .testTarget(
+            name: "SessionKitCLITests", dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

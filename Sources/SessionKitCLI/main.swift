@@ -1,4 +1,4 @@
 import Foundation
+import SessionKitCLICore
 
-FileHandle.standardError.write(Data("sessionkit: the demo is not built yet\n".utf8))
-exit(2)
+exit(await SessionKitTool.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,3 +1,5 @@
+import SessionKit
+
 /// The part of a connection that the I/O thread and the task answering its current request share.
 ///
 /// A handler's task writes its response straight to the socket when nothing is queued ahead of it: the write

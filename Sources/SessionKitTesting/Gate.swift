@@ -1,3 +1,4 @@
+import SessionKit
 import Synchronization
 
 /// A one-shot barrier: tasks that ``wait()`` suspend until ``open()`` is called, without sleeping.
@@ -13,7 +14,7 @@ public final class Gate: Sendable {
         var arrivalWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates a closed gate.
     public init() {}

@@ -2,7 +2,7 @@ import Foundation
 import SessionKit
 import Synchronization
 
-/// A ``SessionClock`` that moves only when a test moves it, so tests order time-based events without sleeping.
+/// A ``/SessionKit/SessionClock`` that moves only when a test moves it, so tests order time-based events without sleeping.
 ///
 /// The monotonic clock and the wall clock move separately: ``advance(by:)`` moves both, ``shiftWallClock(by:)``
 /// moves only the wall clock (a user changing the time, a device 24 hours off), which must never change a
@@ -22,7 +22,7 @@ public final class ManualClock: SessionClock {
 
     private let base = ContinuousClock.now
     private let wallBase: Date
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates a clock whose wall clock starts at `wallClock`.
     ///

@@ -12,8 +12,8 @@ final class MockAuthorizationCore: Sendable {
         var delays: [MockAuthorizationServer.Endpoint: Duration] = [:]
     }
 
-    let state: Mutex<MockAuthorizationState>
-    let controls = Mutex(Controls())
+    let state: Lock<MockAuthorizationState>
+    let controls = Lock(Controls())
     let clock: any SessionClock
     let clientID: String
     let issuer: String
@@ -21,7 +21,7 @@ final class MockAuthorizationCore: Sendable {
     let baseURL: URL
 
     init(configuration: MockAuthorizationServer.Configuration, baseURL: URL) {
-        state = Mutex(MockAuthorizationState(settings: configuration))
+        state = Lock(MockAuthorizationState(settings: configuration))
         clock = configuration.clock
         clientID = configuration.clientID
         tokenCacheControl = configuration.tokenResponseCacheControl

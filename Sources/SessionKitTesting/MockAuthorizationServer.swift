@@ -125,7 +125,7 @@ public final class MockAuthorizationServer: Sendable {
         server.url(pathAndQuery)
     }
 
-    /// An ``OAuthClient`` configured for this server's endpoints.
+    /// An ``/SessionKit/OAuthClient`` configured for this server's endpoints.
     ///
     /// - Parameters:
     ///   - clientID: The client ID to send; this server's ``Configuration/clientID`` by default.

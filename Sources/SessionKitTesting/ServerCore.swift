@@ -1,4 +1,5 @@
 import Foundation
+import SessionKit
 
 /// The state a running ``LocalServer`` shares between its facade, its I/O thread and its handlers' tasks:
 /// routes, the request log, and the mailbox through which anyone asks the I/O thread to act.

@@ -13,7 +13,7 @@ import Testing
 @Suite struct NaiveBugReproductionTests {
     /// The naive store: one place for the current user's data, loaded with a plain async method.
     final class NaiveStore: Sendable {
-        private let state = Mutex<(user: String?, loans: [String])>((nil, []))
+        private let state = Lock<(user: String?, loans: [String])>((nil, []))
         var user: String? { state.withLock { $0.user } }
         var loans: [String] { state.withLock { $0.loans } }
 
@@ -135,7 +135,7 @@ import Testing
 
     /// The naive token manager: one global "current token", refreshed in place.
     final class NaiveTokenManager: Sendable {
-        let current = Mutex<String?>(nil)
+        let current = Lock<String?>(nil)
 
         func refresh(using server: LocalServer, session: URLSession) async throws {
             let (data, _) = try await session.data(for: URLRequest(url: server.url("/token")))

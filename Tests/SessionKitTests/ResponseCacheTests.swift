@@ -1,4 +1,5 @@
 import Foundation
+import SessionKit
 import Synchronization
 import Testing
 
@@ -10,10 +11,10 @@ import Testing
 
 /// A clock whose monotonic and wall-clock readings move only when a test moves them.
 private final class TestClock: SessionClock {
-    private let readings: Mutex<(now: ContinuousClock.Instant, wall: Date)>
+    private let readings: Lock<(now: ContinuousClock.Instant, wall: Date)>
 
     init(wall: Date = Date(timeIntervalSince1970: 1_750_000_000)) {
-        readings = Mutex((ContinuousClock.now, wall))
+        readings = Lock((ContinuousClock.now, wall))
     }
 
     var now: ContinuousClock.Instant { readings.withLock { $0.now } }

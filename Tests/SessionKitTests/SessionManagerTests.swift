@@ -10,7 +10,7 @@ import Testing
 
 /// A revoker scripted by the test.
 final class ScriptedRevoker: TokenRevoker {
-    let revoked = Mutex<[String]>([])
+    let revoked = Lock<[String]>([])
     let gate: Gate?
     let failure: SessionError?
 
@@ -44,7 +44,8 @@ func temporaryDirectory() throws -> URL {
     func rotatingEndpoint(gate: Gate? = nil) -> ScriptedTokenEndpoint {
         ScriptedTokenEndpoint(gate: gate) { refreshToken, n in
             let user = refreshToken.replacingOccurrences(of: "refresh-", with: "").prefix { $0 != "-" }
-            return TokenSet(accessToken: "token-\(user)-\(n)", refreshToken: "refresh-\(user)-\(n)", lifetime: .seconds(3600))
+            return TokenSet(
+                accessToken: "token-\(user)-\(n)", refreshToken: "refresh-\(user)-\(n)", lifetime: .seconds(3600))
         }
     }
 
@@ -101,7 +102,8 @@ func temporaryDirectory() throws -> URL {
         #expect(manager.sessions.isEmpty)
 
         let offline = SessionManager(
-            configuration: .init(store: store, revoker: ScriptedRevoker(failure: SessionError(.networkUnavailable, "offline")))
+            configuration: .init(
+                store: store, revoker: ScriptedRevoker(failure: SessionError(.networkUnavailable, "offline")))
         )
         try await offline.signIn(bob, tokens: tokens("bob"))
         let offlineReport = await offline.signOut()
@@ -138,7 +140,8 @@ func temporaryDirectory() throws -> URL {
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.networkUnavailable, "offline") }
         let manager = SessionManager(
-            configuration: .init(store: store, tokenEndpoint: endpoint, refreshPolicy: RefreshPolicy(retryPolicy: .never))
+            configuration: .init(
+                store: store, tokenEndpoint: endpoint, refreshPolicy: RefreshPolicy(retryPolicy: .never))
         )
         let state = await manager.restore()
         #expect(state == .active(alice, offline: true))
@@ -197,7 +200,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func rejectedRefreshRequiresReauthenticationAndPurgesCredentials() async throws {
-        try await LocalServer.withRunning(handler: { _ in LocalServer.Response(status: 401) }) { server in
+        try await LocalServer.withRunning(handler: unauthorizedHandler) { server in
             let store: any CredentialStore = InMemoryCredentialStore()
             let endpoint = ScriptedTokenEndpoint { _, _ in
                 throw SessionError(.refreshRejected, "invalid_grant", oauthError: "invalid_grant")
@@ -214,8 +217,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func refreshInFlightAtSignOutIsStoredNowhereAndNeverUsed() async throws {
-        try await LocalServer.withRunning(handler: { request in .json(#"{"t":"\#(request.bearerToken ?? "")"}"#) }) {
-            server in
+        try await LocalServer.withRunning(handler: tokenEchoHandler) { server in
             let gate = Gate()
             let store: any CredentialStore = InMemoryCredentialStore()
             let endpoint = rotatingEndpoint(gate: gate)
@@ -237,8 +239,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func switchingKeepsTheOtherAccountAliveWithItsOwnToken() async throws {
-        try await LocalServer.withRunning(handler: { request in .json(#"{"name":"\#(user(of: request))"}"#) }) {
-            server in
+        try await LocalServer.withRunning(handler: nameHandler) { server in
             let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
             let screen = SessionScoped<String>(empty: "")
             manager.register(screen)
@@ -276,7 +277,8 @@ func temporaryDirectory() throws -> URL {
                 return .json(#"{"t":"\#(request.bearerToken ?? "")"}"#)
             }
             let endpoint = rotatingEndpoint()
-            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: endpoint))
+            let manager = SessionManager(
+                configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: endpoint))
             let a = try await manager.signIn(alice, tokens: tokens("alice"))
             let request = Task { try await a.data(for: get(server, "/me")) }
             await gate.waitForArrivals(1)
@@ -347,7 +349,7 @@ func temporaryDirectory() throws -> URL {
     }
 
     @Test func outboxIsKeptForItsAccountAndNeverReplayedAsAnother() async throws {
-        try await LocalServer.withRunning(handler: { _ in .json("{}") }) { server in
+        try await LocalServer.withRunning(handler: emptyJSONHandler) { server in
             let root = try temporaryDirectory()
             let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
             _ = try await manager.signIn(alice, tokens: tokens("alice"))
@@ -371,8 +373,8 @@ func temporaryDirectory() throws -> URL {
 
     @Test func registeredResourcesArePurgedInOrderAndAFailureIsRetriedAtLaunch() async throws {
         let root = try temporaryDirectory()
-        let order = Mutex<[String]>([])
-        let failOnce = Mutex(true)
+        let order = Lock<[String]>([])
+        let failOnce = Lock(true)
         let store: any CredentialStore = InMemoryCredentialStore()
         func makeManager() -> SessionManager {
             let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))

@@ -10,7 +10,7 @@ import Testing
 
 /// A resource server that accepts exactly one access token at a time, as a server that rotates does.
 final class RotatingResource: Sendable {
-    let valid = Mutex<String>("token-alice")
+    let valid = Lock<String>("token-alice")
 
     func install(on server: LocalServer) {
         server.route("/me") { request in
@@ -167,7 +167,8 @@ final class RotatingResource: Sendable {
     @Test func transientFailureKeepsTheCredentials() async throws {
         let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.networkUnavailable, "offline") }
         let policy = RefreshPolicy(retryPolicy: .never)
-        let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint, refreshPolicy: policy)
+        let session = UserSession(
+            account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint, refreshPolicy: policy)
         let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
         #expect(error?.code == .networkUnavailable)
         #expect(session.isActive)
@@ -304,7 +305,8 @@ final class RotatingResource: Sendable {
     @Test func insufficientScopeAndForbiddenTriggerNoRefresh() async throws {
         try await LocalServer.withRunning { server in
             server.route("/admin") { _ in
-                LocalServer.Response(status: 401, headers: [("WWW-Authenticate", #"Bearer error="insufficient_scope""#)])
+                LocalServer.Response(
+                    status: 401, headers: [("WWW-Authenticate", #"Bearer error="insufficient_scope""#)])
             }
             server.route("/forbidden") { _ in LocalServer.Response(status: 403) }
             let endpoint = ScriptedTokenEndpoint { _, n in TokenSet(accessToken: "t\(n)") }

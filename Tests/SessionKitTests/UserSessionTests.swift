@@ -43,8 +43,7 @@ import Testing
     }
 
     @Test func responseCompletedBeforeEndButCommittedAfterIsRefused() async throws {
-        try await LocalServer.withRunning(handler: { request in .json(#"{"name":"\#(user(of: request))"}"#) }) {
-            server in
+        try await LocalServer.withRunning(handler: nameHandler) { server in
             let profile = SessionScoped<String>(empty: "")
             let session = UserSession(account: alice, tokens: tokens("alice"))
             profile.bind(to: session)
@@ -57,8 +56,7 @@ import Testing
     }
 
     @Test func reloginOfTheSameUserRefusesTheOldSessionsResponse() async throws {
-        try await LocalServer.withRunning(handler: { request in .json(#"{"name":"\#(user(of: request))"}"#) }) {
-            server in
+        try await LocalServer.withRunning(handler: nameHandler) { server in
             let profile = SessionScoped<String>(empty: "")
             let first = UserSession(account: alice, tokens: tokens("alice"))
             profile.bind(to: first)
@@ -104,8 +102,7 @@ import Testing
     }
 
     @Test func everyRequestCarriesTheTokenOfTheSessionThatMadeIt() async throws {
-        try await LocalServer.withRunning(handler: { request in .json(#"{"name":"\#(user(of: request))"}"#) }) {
-            server in
+        try await LocalServer.withRunning(handler: nameHandler) { server in
             let sessions = [
                 UserSession(account: alice, tokens: tokens("alice")),
                 UserSession(account: bob, tokens: tokens("bob")),
@@ -172,7 +169,7 @@ import Testing
     }
 
     @Test func noRequestLeavesAfterEndReturns() async throws {
-        try await LocalServer.withRunning(handler: { _ in .json("{}") }) { server in
+        try await LocalServer.withRunning(handler: emptyJSONHandler) { server in
             for round in 0..<20 {
                 let session = UserSession(account: alice, tokens: tokens("alice-\(round)"))
                 let token = "token-alice-\(round)"

@@ -5,10 +5,13 @@ import Synchronization
 /// Sessions and the sign-out purge reach the store only through a vault. Because operations on one account
 /// run strictly in order, a purge enqueued after a session stopped admitting writes runs after every write
 /// that session admitted: the last operation on a signed-out account's record is always its deletion.
+///
+/// - Important: Operations on different accounts run independently; operations on one account never overlap
+///   and complete in the order they were enqueued.
 public final class CredentialVault: Sendable {
     /// The store behind the vault.
     public let store: any CredentialStore
-    private let queues = Mutex<[Account: SerialQueue]>([:])
+    private let queues = Lock<[Account: SerialQueue]>([:])
 
     /// Creates a vault over `store`.
     ///

@@ -3,7 +3,7 @@ import Synchronization
 /// A credential store that keeps records in this process's memory only: for tests and for apps that must
 /// not persist credentials at all.
 public final class InMemoryCredentialStore: CredentialStore {
-    private let records = Mutex<[Account: CredentialRecord]>([:])
+    private let records = Lock<[Account: CredentialRecord]>([:])
 
     /// Creates an empty store.
     public init() {}

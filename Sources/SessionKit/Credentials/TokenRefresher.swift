@@ -1,10 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a ``TokenRefresher`` calls.
+/// Exchanges a refresh token for new tokens (RFC 6749 §6): what a session calls when its access token
+/// expires or is rejected.
 ///
-/// `OAuthClient` is the implementation SessionKit ships; tests and apps with their own token service can
-/// provide another.
+/// ``OAuthClient`` is the implementation SessionKit ships; tests and apps with their own token service can
+/// provide another. The session, not the endpoint, owns single flight, rotation, the loop guard and the
+/// identity check at commit, so an implementation only sends one request and reads one answer.
 public protocol TokenEndpoint: Sendable {
     /// Sends a `refresh_token` grant and returns the new tokens.
     ///
@@ -21,9 +23,11 @@ public struct RefreshPolicy: Sendable {
     public var leeway: Duration
     /// Each session adds a random part of this to its leeway, so many clients do not refresh in step.
     public var jitter: Duration
-    /// At most this many refreshes, successful ones included, within ``window``.
+    /// At most this many refreshes, successful ones included, within ``window``; a server that keeps answering
+    /// 401 to fresh tokens is stopped here instead of being asked for a token in a loop.
     public var maximumRefreshes: Int
-    /// The window of the loop guard.
+    /// The sliding window over which ``maximumRefreshes`` is counted: a refresh beyond the count within it fails
+    /// with `excessiveRefresh` instead of reaching the token endpoint.
     public var window: Duration
     /// How long a caller waits for a refresh before giving up with `refreshTimedOut`.
     public var waitTimeout: Duration
@@ -79,7 +83,7 @@ actor TokenRefresher {
     /// This session's share of the jitter, drawn once.
     nonisolated let jitterOffset: Duration
     /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
-    private nonisolated let current = Mutex<Flight?>(nil)
+    private nonisolated let current = Lock<Flight?>(nil)
     private nonisolated let ended = Atomic<Bool>(false)
     private nonisolated let tokenRequestCount = Counter()
     private var history: [ContinuousClock.Instant] = []

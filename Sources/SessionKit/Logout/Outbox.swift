@@ -52,7 +52,7 @@ public final class Outbox: Sendable {
     /// The account the outbox belongs to.
     public let account: Account
     private let file: URL?
-    private let entries: Mutex<[Entry]>
+    private let entries: Lock<[Entry]>
 
     init(account: Account, file: URL?) {
         self.account = account
@@ -61,13 +61,16 @@ public final class Outbox: Sendable {
         if let file, let data = try? Data(contentsOf: file) {
             loaded = (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
         }
-        self.entries = Mutex(loaded)
+        self.entries = Lock(loaded)
     }
 
     /// The queued writes, oldest first.
     public var pending: [Entry] { entries.withLock { $0 } }
 
-    /// Queues a write.
+    /// Queues a write, and writes the queue to the account's directory before returning.
+    ///
+    /// A write without an `Idempotency-Key` gets one now, once, so a flush that is interrupted and run again
+    /// cannot apply it twice on a server that honours the key.
     ///
     /// - Parameter request: The write; its `Authorization` header is not stored.
     /// - Throws: ``SessionError`` (`invalidInput`, `storageFailure`).

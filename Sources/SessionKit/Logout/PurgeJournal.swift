@@ -8,7 +8,7 @@ import Synchronization
 /// they live in memory and do not survive the process.
 final class PurgeJournal: Sendable {
     private let directory: URL?
-    private let memory = Mutex<Set<Account>>([])
+    private let memory = Lock<Set<Account>>([])
 
     init(directory: URL?) {
         self.directory = directory

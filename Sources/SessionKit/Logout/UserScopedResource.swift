@@ -1,7 +1,7 @@
 /// Something that belongs to the signed-in user — notifications, an analytics identity, purchase entitlements,
 /// a database — with the step that purges it at sign-out.
 ///
-/// Register resources with ``SessionManager/register(_:)``; they are purged in registration order, after
+/// Register resources with ``SessionManager/register(_:)-(UserScopedResource)``; they are purged in registration order, after
 /// the credentials and the account's directory. A purge that fails or is interrupted is retried at next launch
 /// before anything authenticates, so a purge step must be idempotent.
 public protocol UserScopedResource: Sendable {

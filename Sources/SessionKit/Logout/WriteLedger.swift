@@ -41,7 +41,7 @@ public struct WriteReconciliation: Sendable, Hashable, CustomStringConvertible {
 /// Entries of one account are handed only to a session of that same account (``take(for:)``), so nothing of
 /// one user's writes is ever reconciled, or replayed, as another.
 public final class WriteLedger: Sendable {
-    private let entries = Mutex<[Account: [WriteReconciliation]]>([:])
+    private let entries = Lock<[Account: [WriteReconciliation]]>([:])
 
     /// Creates an empty ledger.
     public init() {}

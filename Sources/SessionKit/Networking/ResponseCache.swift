@@ -39,7 +39,7 @@ import Synchronization
 /// ```
 ///
 /// - Important: Every method is safe to call from any thread or task. Each runs in one short critical section
-///   under a `Mutex` and never suspends, so a call sees the effects of every call that returned before it.
+///   under a lock and never suspends, so a call sees the effects of every call that returned before it.
 ///   The cache never logs.
 public final class ResponseCache: Sendable {
     /// A stored response, ready to be used in place of a network answer.
@@ -72,7 +72,7 @@ public final class ResponseCache: Sendable {
     public let maximumBytes: Int
 
     private let clock: any SessionClock
-    private let storage: Mutex<ResponseCacheStorage>
+    private let storage: Lock<ResponseCacheStorage>
     /// Salts the digests of selecting request fields, so the digests are meaningful only inside this instance.
     private let saltHigh: UInt64
     private let saltLow: UInt64
@@ -99,7 +99,7 @@ public final class ResponseCache: Sendable {
     public init(maximumBytes: Int = 4 * 1024 * 1024, clock: any SessionClock = SystemClock()) {
         self.maximumBytes = max(0, maximumBytes)
         self.clock = clock
-        self.storage = Mutex(ResponseCacheStorage(maximumBytes: maximumBytes))
+        self.storage = Lock(ResponseCacheStorage(maximumBytes: maximumBytes))
         var generator = SystemRandomNumberGenerator()
         self.saltHigh = generator.next()
         self.saltLow = generator.next()

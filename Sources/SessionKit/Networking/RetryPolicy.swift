@@ -38,7 +38,7 @@ public struct RetryPolicy: Sendable {
         self.retryableStatuses = retryableStatuses
     }
 
-    /// No automatic retry.
+    /// One attempt and no automatic retry, for callers that decide about retries themselves.
     public static let never = RetryPolicy(maximumAttempts: 1)
 
     /// Whether `request` may be replayed without the caller's say-so (RFC 9110 §9.2.2).

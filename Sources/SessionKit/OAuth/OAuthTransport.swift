@@ -158,7 +158,7 @@ private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable 
 
 /// The URLSession task of one exchange, so that a Swift task cancellation reaches it even if it comes first.
 private final class TaskHandle: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
 
     func start(_ task: URLSessionTask) {
         let cancelled = state.withLock { state -> Bool in

@@ -74,15 +74,16 @@ public final class SessionManager: Sendable, Observable {
         var signOuts: [Account: [Broadcast<Void>]] = [:]
     }
 
-    /// The configuration.
+    /// The configuration the manager was created with.
     public let configuration: Configuration
-    /// Credential access, serialized per account.
+    /// The credential store behind one queue per account: a read, a write and the sign-out purge of one account
+    /// run in the order they were asked for, so a purge is always the last operation on a signed-out account.
     public let vault: CredentialVault
     /// What became of writes in flight at sign-out, kept for each account's next session.
     public let ledger = WriteLedger()
     private let journal: PurgeJournal
     private let registrar = ObservationRegistrar()
-    private let guarded = Mutex(State())
+    private let guarded = Lock(State())
 
     /// Creates a manager. Call ``restore()`` at launch.
     ///
@@ -114,6 +115,8 @@ public final class SessionManager: Sendable, Observable {
     }
 
     /// The states from now on, starting with the current one.
+    ///
+    /// Each read makes a new stream. It never finishes on its own: cancel the task that iterates it.
     public var states: AsyncStream<SessionState> {
         let (stream, continuation) = AsyncStream<SessionState>.makeStream(bufferingPolicy: .unbounded)
         let id = guarded.withLock { guarded -> Int in
@@ -340,6 +343,9 @@ public final class SessionManager: Sendable, Observable {
     ///   - options: How the others are signed out.
     /// - Returns: The reports of the sessions signed out.
     /// - Throws: ``SessionError`` (`sessionEnded`) when `session` is not live.
+    /// - Important: Registered containers are rebound, and so emptied, before the first `await`: the next frame
+    ///   shows nothing of the previous account. A response that the previous account's session receives later is
+    ///   refused at commit, because the containers are now bound to `session`.
     @discardableResult
     public func switchTo(
         _ session: UserSession,
@@ -378,6 +384,9 @@ public final class SessionManager: Sendable, Observable {
     ///   - session: The session to end; `nil` means the current one.
     ///   - options: Which kinds of sign-out to do.
     /// - Returns: What each phase did; an empty report if there was nothing to sign out.
+    /// - Important: When this returns, the session has ended (nothing it started is still running but handed-off
+    ///   writes), its credential record is deleted and its directory removed, unless
+    ///   ``SignOutReport/purgeFailures`` says otherwise; a failed purge is retried by ``restore()``.
     @discardableResult
     public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
         -> SignOutReport
@@ -601,6 +610,9 @@ public final class SessionManager: Sendable, Observable {
     /// (a network error never signs anyone out); if it rejects the refresh token, re-authentication required.
     ///
     /// - Returns: The state after restore.
+    /// - Important: Call it once at launch, before anything signs in or sends a request: a purge that a crash
+    ///   interrupted is finished first, so no request ever authenticates with credentials a sign-out had already
+    ///   been asked to delete.
     @discardableResult
     public func restore() async -> SessionState {
         apply(.restoreStarted)

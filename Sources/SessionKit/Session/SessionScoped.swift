@@ -28,7 +28,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     }
 
     private let registrar = ObservationRegistrar()
-    private let state: Mutex<State>
+    private let state: Lock<State>
     /// The value the container holds when no session's data is in it.
     public let emptyValue: Value
 
@@ -37,10 +37,10 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     /// - Parameter empty: The value shown when no session's data is present.
     public init(empty: Value) {
         self.emptyValue = empty
-        self.state = Mutex(State(value: empty))
+        self.state = Lock(State(value: empty))
     }
 
-    /// The current contents.
+    /// The current contents: the bound session's data, or ``emptyValue`` when no session's data is in it.
     public var value: Value {
         registrar.access(self, keyPath: \.value)
         return state.withLock { $0.value }

@@ -23,6 +23,9 @@ extension UserSession {
     ///   whose fate is unknown, `idempotencyConflict`, `networkUnavailable`, `timedOut`, `malformedResponse`,
     ///   or refresh errors (`refreshRejected`, `excessiveRefresh`, `refreshTimedOut`, `providerOutage`).
     ///   `CancellationError` when the calling task is cancelled.
+    /// - Important: A response that arrives after ``end()`` is never returned: the call throws `sessionEnded`
+    ///   instead. The session can still end between this call returning and the caller using the result, so
+    ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let method = (request.httpMethod ?? "GET").uppercased()
         let replayable = RetryPolicy.isReplayable(request)
@@ -144,9 +147,11 @@ extension UserSession {
         }
     }
 
-    /// Sends `request` with a fresh token obtained now (single flight), whatever the current one's expiry.
+    /// Refreshes the access token now, whatever the current one's expiry; the session holds the new tokens when
+    /// this returns.
     ///
-    /// - Returns: Nothing; the session holds the new tokens afterwards.
+    /// - Important: Single flight: a call made while a refresh is running waits for that refresh instead of
+    ///   starting another, and every refresh counts against ``RefreshPolicy``'s loop guard.
     /// - Throws: ``SessionError``: `accessExpired` when the session cannot refresh, and the refresh errors.
     public func refreshTokens() async throws {
         guard let refresher else {
@@ -212,7 +217,7 @@ extension UserSession {
 
 /// The URLSession task of one request, so a Swift task cancellation can reach it.
 private final class TaskHandle: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
 
     func set(_ task: URLSessionTask) {
         let cancelled = state.withLock { state -> Bool in

@@ -18,6 +18,8 @@ extension UserSession {
     ///   - policy: What sign-out does with it.
     /// - Returns: The body and the response.
     /// - Throws: What ``data(for:)`` throws.
+    /// - Important: The policy applies only to a write still in flight when sign-out reaches it; a write is never
+    ///   replayed automatically under another session, whatever its policy.
     public func write(_ request: URLRequest, policy: WritePolicy) async throws -> (Data, HTTPURLResponse) {
         let done = Broadcast<Void>()
         let id = try lifetime.withLock { lifetime -> Int in

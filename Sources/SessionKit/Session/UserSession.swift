@@ -23,7 +23,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public struct ID: Hashable, Sendable, CustomStringConvertible {
         private static let counter = Atomic<UInt64>(0)
 
-        /// The raw value.
+        /// The sign-in's number: it increases within the process and is never reused, so two sign-ins of the
+        /// same account always differ.
         public let rawValue: UInt64
 
         fileprivate static func next() -> ID {
@@ -70,7 +71,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
-    struct Lifetime: ~Copyable {
+    struct Lifetime {
         var isActive = true
         var tokens: TokenSet?
         var tasks: [Int: URLSessionTask] = [:]
@@ -104,9 +105,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let vault: CredentialVault?
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
-    let lifetime: Mutex<Lifetime>
+    let lifetime: Lock<Lifetime>
 
     /// Creates an active session for `account` holding `tokens`.
+    ///
+    /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:makeCurrent:)``), so
+    /// that sign-out, account switching and restore see them. Create one directly in a command-line tool, a
+    /// server acting for one user, or a test.
     ///
     /// - Parameters:
     ///   - account: Who the session acts for.
@@ -133,7 +138,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         self.cache = ResponseCache(maximumBytes: configuration.cacheMaximumBytes, clock: configuration.clock)
         var lifetime = Lifetime()
         lifetime.tokens = tokens
-        self.lifetime = Mutex(lifetime)
+        self.lifetime = Lock(lifetime)
 
         // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
         // the session's ResponseCache is the only cache, and it is this session's alone.
@@ -153,6 +158,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public var isActive: Bool { lifetime.withLock { $0.isActive } }
 
     /// The tokens the session holds now, or `nil` once it has ended.
+    ///
+    /// For inspection and tests. Requests get their token from the session when they are sent; copying this
+    /// value into a request of your own would send it after a refresh replaced it, or after the session ended.
     public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
 
     /// The number of requests in flight.

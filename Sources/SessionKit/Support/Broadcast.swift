@@ -5,13 +5,13 @@ import Synchronization
 /// Cancelling one waiter, or letting its deadline pass, resumes only that waiter: the work that will produce
 /// the result goes on for the others.
 final class Broadcast<Value: Sendable>: Sendable {
-    private struct State: ~Copyable {
+    private struct State {
         var result: Result<Value, any Error>?
         var waiters: [Int: CheckedContinuation<Value, any Error>] = [:]
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init() {}
 

@@ -7,7 +7,7 @@ import Synchronization
 /// account's purge are ordered: the purge is enqueued after the session stopped admitting writes, so it runs
 /// behind every admitted write.
 final class SerialQueue: Sendable {
-    private let tail = Mutex<Task<Void, Never>?>(nil)
+    private let tail = Lock<Task<Void, Never>?>(nil)
 
     init() {}
 

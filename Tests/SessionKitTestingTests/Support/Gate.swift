@@ -1,3 +1,5 @@
+import SessionKit
+
 @testable import SessionKitTesting
 
 /// A one-shot gate: tasks wait until it opens; once open it stays open. Orders events in tests without sleeps.

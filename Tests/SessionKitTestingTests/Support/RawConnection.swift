@@ -1,4 +1,5 @@
 import Foundation
+import SessionKit
 
 @testable import SessionKitTesting
 

@@ -50,7 +50,7 @@ func eventually(_ condition: @Sendable () -> Bool) async {
 
 /// A token endpoint scripted by the test: counts calls, can be held at a gate, answers from a closure.
 final class ScriptedTokenEndpoint: TokenEndpoint {
-    private let calls = Mutex<[String]>([])
+    private let calls = Lock<[String]>([])
     let gate: Gate?
     let answer: @Sendable (String, Int) async throws -> TokenSet
 
@@ -78,7 +78,16 @@ extension SessionError.Code {
 
 /// A thread-safe counter for tests.
 final class Counter: Sendable {
-    private let storage = Mutex(0)
+    private let storage = Lock(0)
     var value: Int { storage.withLock { $0 } }
     func increment() { storage.withLock { $0 += 1 } }
 }
+
+/// Answers `{"name":"<user>"}` for the user named by the bearer token.
+let nameHandler: LocalServer.Handler = { request in .json(#"{"name":"\#(user(of: request))"}"#) }
+/// Answers `{"t":"<token>"}` with the bearer token the request carried.
+let tokenEchoHandler: LocalServer.Handler = { request in .json(#"{"t":"\#(request.bearerToken ?? "")"}"#) }
+/// Answers `{}`.
+let emptyJSONHandler: LocalServer.Handler = { _ in .json("{}") }
+/// Answers 401.
+let unauthorizedHandler: LocalServer.Handler = { _ in LocalServer.Response(status: 401) }

@@ -1,0 +1,141 @@
+/// The `--help` texts. Every line fits 80 columns, and no example shows a token: they read tokens from the
+/// environment or standard input.
+enum Usage {
+    /// The help text of `topic`.
+    ///
+    /// - Parameter topic: The command.
+    /// - Returns: The text, ending with a line break.
+    static func text(_ topic: HelpTopic) -> String {
+        let body =
+            switch topic {
+            case .tool: tool
+            case .demo: demo
+            case .audit: audit
+            case .auditCache: auditCache
+            case .auditLogout: auditLogout
+            }
+        return body + "\n\n" + ExitCode.helpText + "\n"
+    }
+
+    static let tool = """
+        sessionkit: what logging out leaves behind, shown and measured
+
+        Usage:
+          sessionkit demo [--json] [--only ID-PREFIX] [--seed N]
+          sessionkit audit cache --url URL [token options]
+          sessionkit audit logout --resource URL --revocation-endpoint URL
+                                  --client-id ID [token options]
+          sessionkit help [demo | audit cache | audit logout]
+
+        Commands:
+          demo          run each privacy bug of logging out twice, the naive way
+                        and with SessionKit, against servers on this machine
+          audit cache   ask a real API whether a cache could show one user's
+                        response to another (RFC 9111)
+          audit logout  check that a real API rejects the tokens of a session
+                        that logged out (OWASP MASTG logout test)
+
+        Options:
+          -h, --help    show help; `sessionkit <command> --help` for a command
+        """
+
+    static let demo = """
+        sessionkit demo: the privacy bugs of logging out, naive code vs SessionKit
+
+        Usage: sessionkit demo [--json] [--only ID-PREFIX] [--seed N]
+
+        Starts a loopback HTTP server and a mock OAuth server, runs every
+        scenario twice (the naive way and with SessionKit) and prints whether
+        each leaked, as observed in server logs, credential stores and app
+        state. Takes a few seconds.
+
+        Scenarios: late-response, cache-leak/max-age, cache-leak/private,
+          cache-leak/no-store, cache-leak/vary-authorization,
+          refresh-after-logout, relogin-same-user, logout-in-flight,
+          account-switch, writes-in-flight
+
+        Options:
+          --json             print {"scenarios":[...]} instead of the table
+          --only ID-PREFIX   run only the scenarios whose id starts with it
+          --seed N           seed of logout-in-flight's arrivals and logout
+                             moment (default \(DemoOptions.defaultSeed))
+          -h, --help         show this help
+        """
+
+    static let audit = """
+        sessionkit audit: check a real API
+
+        Usage:
+          sessionkit audit cache --url URL [token options]
+          sessionkit audit logout --resource URL --revocation-endpoint URL
+                                  --client-id ID [token options]
+
+        See `sessionkit audit cache --help` and `sessionkit audit logout --help`.
+        """
+
+    static let auditCache = """
+        sessionkit audit cache: could a cache show user A's response to user B?
+
+        Usage: sessionkit audit cache --url URL [--token T | --token-env NAME]...
+                                      [--timeout SECONDS]
+
+        GETs URL twice, with `Authorization: Bearer` and user A's then user B's
+        token, and reads the answers as RFC 9111 caches would: could a private
+        cache (an app's, a browser's) or a shared cache (a CDN, a proxy) reuse
+        one user's response for the other? Do the bodies differ (personal
+        data)? Which header would fix it? Redirects are not followed.
+
+        Options:
+          --url URL          the resource: https, or http to localhost only
+          --token T          a user's token, given twice (A, then B); `-` reads
+                             one line from standard input
+          --token-env NAME   read a user's token from environment variable NAME
+          --timeout SECONDS  bound on each request (default 10)
+          -h, --help         show this help
+        Without --token/--token-env, the tokens come from SESSIONKIT_TOKEN_A
+        and SESSIONKIT_TOKEN_B. A token on the command line is visible to other
+        users of this machine; prefer the environment or standard input.
+        Tokens are never printed.
+
+        Example:
+          sessionkit audit cache --url https://api.example.com/me \\
+              --token-env ALICE_TOKEN --token-env BOB_TOKEN
+        """
+
+    static let auditLogout = """
+        sessionkit audit logout: do a session's tokens still work after logout?
+
+        Usage: sessionkit audit logout --resource URL --revocation-endpoint URL
+                 --client-id ID [--access-token T | --access-token-env NAME]
+                 [--refresh-token T | --refresh-token-env NAME]
+                 [--token-endpoint URL] [--timeout SECONDS]
+
+        The OWASP MASTG logout test: GETs the resource with the access token
+        (expects 2xx), revokes both tokens (RFC 7009: the refresh token first,
+        then the access token, each with token_type_hint), then replays the
+        same GET and, with --token-endpoint, a refresh_token grant. Passes only
+        if both are rejected. The tokens are used up: run it on a test login.
+
+        Options:
+          --resource URL              a protected resource (https, or http to
+                                      localhost)
+          --revocation-endpoint URL   the RFC 7009 revocation endpoint
+          --client-id ID              the OAuth client ID
+          --access-token T            the access token; `-` reads a line from
+                                      standard input
+          --access-token-env NAME     read it from environment variable NAME
+          --refresh-token T           the refresh token; `-` as above
+          --refresh-token-env NAME    read it from environment variable NAME
+          --token-endpoint URL        also try a refresh grant after revoking
+          --timeout SECONDS           bound on each request (default 10)
+          -h, --help                  show this help
+        Without them, the tokens come from SESSIONKIT_ACCESS_TOKEN and
+        SESSIONKIT_REFRESH_TOKEN. Tokens are never printed.
+
+        Example:
+          sessionkit audit logout --resource https://api.example.com/me \\
+              --revocation-endpoint https://id.example.com/oauth/revoke \\
+              --token-endpoint https://id.example.com/oauth/token \\
+              --client-id my-app
+        """
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+@testable import SessionKitCLICore
+
+@Suite struct DemoTests {
+    /// Whether the naive code shows the bug on this platform, by scenario id (`nil`: it depends on the run).
+    static func naiveLeaks(_ id: String) -> Bool? {
+        switch id {
+        case "cache-leak/no-store": false
+        case "cache-leak/vary-authorization":
+            #if canImport(FoundationNetworking)
+                true  // FoundationNetworking's URLCache ignores Vary on manual lookup
+            #else
+                nil
+            #endif
+        case LogoutInFlightScenario.id: nil  // checked against the in-flight count below
+        default: true
+        }
+    }
+
+    static let ids = DemoRunner.scenarios.map(\.id)
+
+    @Test(arguments: ids)
+    func sessionKitNeverLeaksAndTheNaiveCodeDoesWhereTheBugExists(id: String) async throws {
+        let scenario = try #require(DemoRunner.scenarios.first { $0.id == id })
+        let result = try await scenario.run(DemoOptions.defaultSeed)
+        #expect(result.id == id)
+        #expect(!result.sessionKit.leaked, "\(result.sessionKit.detail)")
+        if let expected = Self.naiveLeaks(id) {
+            #expect(result.naive.leaked == expected, "\(result.naive.detail)")
+        }
+        #expect(!result.naive.detail.isEmpty && !result.sessionKit.detail.isEmpty)
+    }
+
+    @Test func theNaiveAppLeaksExactlyWhenSomethingIsInFlightAtLogout() async throws {
+        let schedule = ArrivalSchedule(seed: DemoOptions.defaultSeed)
+        let (naive, inFlight) = try await LogoutInFlightScenario.naive(schedule)
+        #expect(naive.leaked == (inFlight > 0), "\(naive.detail)")
+        let (sessionKit, _) = try await LogoutInFlightScenario.withSessionKit(schedule)
+        #expect(!sessionKit.leaked, "\(sessionKit.detail)")
+        #expect(sessionKit.detail.contains("0 committed after logout"))
+    }
+
+    @Test func theScheduleFollowsTheSeedAndTheDefaultSeedHasRequestsInFlight() {
+        #expect(ArrivalSchedule(seed: 1) == ArrivalSchedule(seed: 1))
+        #expect(ArrivalSchedule(seed: 1) != ArrivalSchedule(seed: 2))
+        let schedule = ArrivalSchedule(seed: DemoOptions.defaultSeed)
+        #expect(schedule.scheduledInFlight > 0, "the default seed should show the bug")
+        #expect(schedule.logout.seconds >= ArrivalSchedule.earliestLogout)
+        #expect(schedule.logout.seconds < ArrivalSchedule.latestLogout)
+        #expect(schedule.arrivals == schedule.arrivals.sorted())
+        #expect(schedule.arrivals.allSatisfy { $0 < schedule.logout })
+        #expect(abs(ArrivalSchedule.expectedInFlight - 1.2) < 1e-9)
+    }
+
+    @Test func jsonHasExactlyTheDocumentedShapeAndEveryScenario() async throws {
+        let captured = CapturedConsole()
+        let status = await captured.run(["demo", "--json"])
+        #expect(status == .ok, "\(captured.errors)")
+        #expect(captured.output.hasPrefix(#"{"scenarios":[{"id":"late-response","naive":{"leaked":"#))
+        let object = try JSONSerialization.jsonObject(with: Data(captured.output.utf8))
+        let root = try #require(object as? [String: Any])
+        #expect(Array(root.keys) == ["scenarios"])
+        let scenarios = try #require(root["scenarios"] as? [[String: Any]])
+        #expect(scenarios.compactMap { $0["id"] as? String } == Self.ids)
+        for scenario in scenarios {
+            #expect(Set(scenario.keys) == ["id", "naive", "sessionkit"])
+            for side in ["naive", "sessionkit"] {
+                let verdict = try #require(scenario[side] as? [String: Any])
+                #expect(Set(verdict.keys) == ["leaked", "detail"])
+                #expect(verdict["leaked"] is Bool)
+                #expect((verdict["detail"] as? String)?.isEmpty == false)
+            }
+            #expect((scenario["sessionkit"] as? [String: Any])?["leaked"] as? Bool == false)
+        }
+    }
+
+    @Test func theTableFitsEightyColumnsAndColourFollowsTheTerminalAndNoColor() async {
+        let terminal = CapturedConsole(isTerminal: true)
+        #expect(await terminal.run(["demo", "--only", "cache-leak/"]) == .ok)
+        #expect(fitsEightyColumns(terminal.output))
+        #expect(terminal.output.contains("\u{1B}[31mLEAKED"))
+        #expect(terminal.errors.contains("[1/4] cache-leak/max-age"), "progress on a terminal")
+        #expect(terminal.errors.contains("[4/4] cache-leak/vary-authorization"))
+
+        let noColor = CapturedConsole(environment: ["NO_COLOR": "1"], isTerminal: true)
+        #expect(await noColor.run(["demo", "--only", "cache-leak/no"]) == .ok)
+        #expect(!noColor.output.contains("\u{1B}["))
+
+        let piped = CapturedConsole()
+        #expect(await piped.run(["demo", "--only", "cache-leak/no"]) == .ok)
+        #expect(!piped.output.contains("\u{1B}["))
+        #expect(piped.errors.isEmpty, "no progress when standard error is not a terminal")
+        #expect(piped.output.contains("cache-leak/no-store"))
+        #expect(!piped.output.contains("cache-leak/max-age"))
+    }
+
+    @Test func anUnknownPrefixIsAUsageErrorListingTheIds() async {
+        let captured = CapturedConsole()
+        #expect(await captured.run(["demo", "--only", "nothing"]) == .usage)
+        #expect(captured.errors.contains("no scenario id starts with that"))
+        #expect(captured.errors.contains("writes-in-flight"))
+    }
+
+    @Test func onlyALeakingSessionKitRowOrAFailedScenarioMakesTheExitStatusNonZero() {
+        func row(naive: Bool, sessionKit: Bool) -> ScenarioResult {
+            ScenarioResult(
+                id: "x", naive: Verdict(leaked: naive, detail: "a"),
+                sessionKit: Verdict(leaked: sessionKit, detail: "b"))
+        }
+        #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false)], failures: 0) == .ok)
+        #expect(
+            SessionKitTool.exitCode(
+                [row(naive: true, sessionKit: false), row(naive: false, sessionKit: true)], failures: 0) == .leak)
+        #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false)], failures: 1) == .failure)
+        #expect(
+            DemoReport.json([row(naive: true, sessionKit: false)])
+                == #"{"scenarios":[{"id":"x","naive":{"leaked":true,"detail":"a"},"sessionkit":{"leaked":false,"detail":"b"}}]}"#
+        )
+    }
+
+    @Test func jsonStringsAreEscaped() throws {
+        let text = "say \"hi\"\\ λW\n\t\u{01}"
+        let quoted = DemoReport.quoted(text)
+        #expect(quoted == #""say \"hi\"\\ λW\n\t\u0001""#)
+        let decoded = try JSONSerialization.jsonObject(with: Data("[\(quoted)]".utf8)) as? [String]
+        #expect(decoded == [text])
+    }
+}

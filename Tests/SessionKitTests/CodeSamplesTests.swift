@@ -1,0 +1,282 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The code that README.md and the Getting Started and Testing articles show, run against servers on loopback;
+/// and a check that the documents show exactly this code.
+///
+/// Each sample sits between `// sample-begin: <name>` and `// sample-end: <name>`. In a document, the fenced
+/// `swift` block that follows `<!-- sample: <name> -->` must equal the sample with its common indentation removed.
+/// Change a sample here first, run `swift format format -i`, then paste it into the document.
+@Suite struct CodeSamplesTests {
+    @Test func readmeExample() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
+            try mock.addUser("alice")
+            let tokenURL = mock.tokenEndpoint
+            let revokeURL = mock.revocationEndpoint
+            let profileURL = mock.userInfoEndpoint
+            let account = Account(issuer: mock.issuer, subject: "alice")
+            let tokens = try mock.issueTokens(for: "alice")  // what the app's sign-in flow obtained
+
+            // sample-begin: readme
+            let oauth = OAuthClient(
+                configuration: .init(tokenEndpoint: tokenURL, revocationEndpoint: revokeURL, clientID: "my-app"))
+            let manager = SessionManager(
+                configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: oauth, revoker: oauth))
+            let profile = SessionScoped<String>(empty: "")
+            manager.register(profile)  // emptied the moment its session changes or ends
+
+            let session = try await manager.signIn(account, tokens: tokens)
+            let (data, _) = try await session.data(for: URLRequest(url: profileURL))  // this session's token only
+            profile.commit(String(decoding: data, as: UTF8.self), from: session)  // refused if it ended meanwhile
+            let report = await manager.signOut()  // detach, clear, cancel, revoke, purge
+            // sample-end: readme
+
+            #expect(String(decoding: data, as: UTF8.self) == #"{"user":"alice"}"#)
+            #expect(profile.discardedCommits == 0, "the commit happened while the session was current")
+            #expect(profile.value == "", "sign-out emptied the container")
+            #expect(!session.isActive)
+            #expect(report.refreshTokenRevocation == .succeeded)
+            let refreshToken = try #require(tokens.refreshToken)
+            #expect(!mock.isActive(token: refreshToken), "the refresh token was revoked")
+            #expect(mock.requests.filter { $0.path == "/api/me" }.map(\.bearerToken) == [tokens.accessToken])
+        }
+    }
+
+    @Test func gettingStarted() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
+            try mock.addUser("alice")
+            let provider = mock.baseURL
+            let api = mock.url("/api")
+            let store = InMemoryCredentialStore()
+            let account = Account(issuer: mock.issuer, subject: "alice")
+            let redirectURI = mock.callbackURL.absoluteString
+            // The browser's part: the user signs in as alice, and the server redirects to the callback.
+            try mock.approveNextAuthorization(as: "alice")
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL {
+                let browser = URLSession(configuration: .ephemeral)
+                defer { browser.finishTasksAndInvalidate() }
+                let (_, response) = try await browser.data(for: URLRequest(url: url))
+                return try #require(response.url)
+            }
+
+            // sample-begin: getting-started-setup
+            let oauth = OAuthClient(
+                configuration: .init(
+                    tokenEndpoint: provider.appendingPathComponent("token"),
+                    revocationEndpoint: provider.appendingPathComponent("revoke"),
+                    authorizationEndpoint: provider.appendingPathComponent("authorize"),
+                    clientID: "my-app"))
+            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            await manager.restore()  // at launch: finishes an interrupted sign-out, then restores stored accounts
+            // sample-end: getting-started-setup
+            #expect(manager.state == .signedOut)
+
+            // sample-begin: getting-started-sign-in
+            let session = try await manager.signIn(account) {
+                let authorization = try oauth.authorizationRequest(redirectURI: redirectURI, scope: "profile")
+                let callback = try await openInBrowser(authorization.url)  // ASWebAuthenticationSession on iOS
+                let code = try AuthorizationResponse.parse(callbackURL: callback, expectedState: authorization.state)
+                return try await oauth.exchange(code: code, pkce: authorization.pkce, redirectURI: redirectURI)
+            }
+            // sample-end: getting-started-sign-in
+            #expect(manager.state == .active(account, offline: false))
+            #expect(mock.tokenRequestCount(grant: .authorizationCode) == 1)
+            let refreshToken = try #require(session.tokens?.refreshToken)
+            #expect(await store.load(for: account)?.refreshToken == refreshToken)
+
+            // sample-begin: getting-started-request
+            let profile = SessionScoped<Data?>(empty: nil)
+            manager.register(profile)
+            let (data, response) = try await session.data(for: URLRequest(url: api.appendingPathComponent("me")))
+            if response.statusCode == 200 {
+                profile.commit(data, from: session)  // refused if the session ended while the request ran
+            }
+            // sample-end: getting-started-request
+            #expect(profile.value.map { String(decoding: $0, as: UTF8.self) } == #"{"user":"alice"}"#)
+
+            // sample-begin: getting-started-sign-out
+            let report = await manager.signOut()
+            // sample-end: getting-started-sign-out
+            #expect(profile.value == nil)
+            #expect(manager.state == .signedOut)
+            #expect(!session.isActive)
+            #expect(report.refreshTokenRevocation == .succeeded)
+            #expect(report.purged.first == "credentials")
+            #expect(await store.load(for: account) == nil)
+            #expect(!mock.isActive(token: refreshToken))
+        }
+    }
+
+    @Test func testingALateResponse() async throws {
+        try await LocalServer.withRunning { server async throws in
+            // sample-begin: testing-late-response
+            let gate = Gate()
+            server.route("GET", "/me") { _ in
+                await gate.wait()  // the response waits until the test opens the gate
+                return .json(#"{"name":"Alice"}"#)
+            }
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+            let profile = SessionScoped<String>(empty: "")
+            manager.register(profile)
+            let session = try await manager.signIn(alice, tokens: TokenSet(accessToken: "token-alice"))
+            let load = Task { try await session.data(for: URLRequest(url: server.url("/me"))) }
+
+            await gate.waitForArrivals(1)  // the request is on the server now
+            await manager.signOut(options: .localOnly)
+            gate.open()
+
+            await #expect(throws: SessionError.self) { try await load.value }  // sessionEnded, never the response
+            #expect(profile.value == "")
+            #expect(server.requests.map(\.bearerToken) == ["token-alice"])
+            // sample-end: testing-late-response
+        }
+    }
+
+    @Test func testingSingleFlightRefresh() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            // sample-begin: testing-mock-refresh
+            try mock.addUser("alice")
+            let session = UserSession(
+                account: Account(issuer: mock.issuer, subject: "alice"),
+                tokens: try mock.issueTokens(for: "alice"),
+                tokenEndpoint: mock.makeClient())
+            mock.invalidateAccessTokens(for: "alice")  // the resource now answers 401 to alice's token
+
+            async let first = session.data(for: URLRequest(url: mock.userInfoEndpoint))
+            async let second = session.data(for: URLRequest(url: mock.userInfoEndpoint))
+            let (a, b) = try await (first, second)
+
+            #expect(a.1.statusCode == 200 && b.1.statusCode == 200)
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)  // one refresh, however they interleave
+            session.end()
+            // sample-end: testing-mock-refresh
+        }
+    }
+
+    @Test func testingProactiveRefreshWithAManualClock() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            // sample-begin: testing-manual-clock
+            try mock.addUser("alice")
+            let clock = ManualClock()
+            let session = UserSession(
+                account: Account(issuer: mock.issuer, subject: "alice"),
+                tokens: try mock.issueTokens(for: "alice", clock: clock),  // expires in one hour on `clock`
+                configuration: .init(clock: clock),
+                tokenEndpoint: mock.makeClient(clock: clock))
+            clock.advance(by: .seconds(3600 - 30))  // inside the refresh leeway (60 s, plus up to 15 s of jitter)
+
+            _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)  // refreshed before sending: no 401 needed
+            #expect(mock.requests.filter { $0.path == "/api/me" }.count == 1)
+            session.end()
+            // sample-end: testing-manual-clock
+        }
+    }
+
+    // MARK: - The documents show this code
+
+    /// Where each sample is shown.
+    static let documents: [(path: String, samples: [String])] = [
+        ("README.md", ["readme"]),
+        (
+            "Sources/SessionKit/SessionKit.docc/GettingStarted.md",
+            [
+                "getting-started-setup", "getting-started-sign-in", "getting-started-request",
+                "getting-started-sign-out",
+            ]
+        ),
+        (
+            "Sources/SessionKit/SessionKit.docc/TestingYourApp.md",
+            ["testing-late-response", "testing-mock-refresh", "testing-manual-clock"]
+        ),
+    ]
+
+    @Test(arguments: CodeSamplesTests.documents.map(\.path))
+    func documentShowsTheTestedCode(_ path: String) throws {
+        let root = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let document = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+        let expected = try #require(Self.documents.first { $0.path == path }).samples
+
+        let shown = try Self.markedBlocks(in: document)
+        #expect(shown.map(\.name) == expected, "\(path) marks these samples, in this order")
+        for (name, block) in shown {
+            let tested = try #require(Self.sample(name, in: source), "no sample \(name) in CodeSamplesTests.swift")
+            #expect(block == tested, "\(path): the block marked \(name) differs from the tested code")
+        }
+    }
+
+    @Test func sampleExtractionFindsDifferences() throws {
+        let source = """
+                // sample-begin: one
+                let a = 1
+                    let b = 2
+                // sample-end: one
+            """
+        #expect(Self.sample("one", in: source) == "let a = 1\n    let b = 2")
+        #expect(Self.sample("two", in: source) == nil)
+        let document = """
+            Text.
+
+            <!-- sample: one -->
+            ```swift
+            let a = 1
+                let b = 2
+            ```
+
+            <!-- sample: two -->
+            ```swift
+            let c = 3
+            ```
+            """
+        let blocks = try Self.markedBlocks(in: document)
+        #expect(blocks.map(\.name) == ["one", "two"])
+        #expect(blocks.first?.code == Self.sample("one", in: source))
+        #expect(blocks.last?.code != Self.sample("one", in: source))
+        #expect(throws: (any Error).self) { try Self.markedBlocks(in: "<!-- sample: x -->\nno fence\n") }
+    }
+
+    /// The sample `name` in `source`, without its common indentation; `nil` when there is none.
+    static func sample(_ name: String, in source: String) -> String? {
+        let lines = source.components(separatedBy: "\n")
+        guard
+            let begin = lines.firstIndex(where: {
+                $0.trimmingCharacters(in: .whitespaces) == "// sample-begin: \(name)"
+            }),
+            let end = lines[begin...].firstIndex(where: {
+                $0.trimmingCharacters(in: .whitespaces) == "// sample-end: \(name)"
+            })
+        else { return nil }
+        let body = Array(lines[(begin + 1)..<end])
+        let indent = body.filter { !$0.allSatisfy(\.isWhitespace) }.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+        return body.map { $0.allSatisfy(\.isWhitespace) ? "" : String($0.dropFirst(indent)) }
+            .joined(separator: "\n")
+    }
+
+    /// Every fenced `swift` block that follows a `<!-- sample: name -->` line, in document order.
+    static func markedBlocks(in document: String) throws -> [(name: String, code: String)] {
+        struct Unfenced: Error { let name: String }
+        let lines = document.components(separatedBy: "\n")
+        var blocks: [(name: String, code: String)] = []
+        var index = 0
+        while index < lines.count {
+            let line = lines[index].trimmingCharacters(in: .whitespaces)
+            index += 1
+            guard line.hasPrefix("<!-- sample: "), line.hasSuffix(" -->") else { continue }
+            let name = String(line.dropFirst("<!-- sample: ".count).dropLast(" -->".count))
+            guard index < lines.count, lines[index] == "```swift",
+                let close = lines[(index + 1)...].firstIndex(of: "```")
+            else { throw Unfenced(name: name) }
+            blocks.append((name, lines[(index + 1)..<close].joined(separator: "\n")))
+            index = close + 1
+        }
+        return blocks
+    }
+}
