@@ -1,7 +1,8 @@
 import Foundation
-import SessionKit
 import SessionKitTesting
 import Testing
+
+@testable import SessionKit
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -114,23 +115,21 @@ import Testing
         }
     }
 
-    /// FoundationNetworking on Linux truncates a timeout to whole seconds, and one under a second fails every
-    /// request at once: a short timeout must still let a prompt answer through, from the resource and the token
-    /// endpoint alike.
-    @Test func aSubSecondTimeoutLetsAPromptAnswerThrough() async throws {
-        try await MockAuthorizationServer.withRunning { mock async throws in
-            let fixture = try await Fixture(
-                mock,
-                sessionConfiguration: { clock in
-                    UserSession.Configuration(
-                        requestTimeout: .milliseconds(300), retryPolicy: .never, cacheMaximumBytes: 0, clock: clock)
-                },
-                clientTimeout: .milliseconds(300))
-            let (body, _) = try await fixture.session.data(for: URLRequest(url: mock.userInfoEndpoint))
-            #expect(String(decoding: body, as: UTF8.self) == #"{"user":"alice"}"#)
-            try await fixture.session.refreshTokens()
-            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
-        }
+    /// FoundationNetworking on Linux arms its timeout timer with whole seconds, truncated, and one under a second
+    /// fails every request at once, however prompt the answer: such timeouts are rounded up for URLSession.
+    @Test func aSubSecondTimeoutIsRoundedUpToWholeSecondsForURLSession() {
+        let session = UserSession(
+            account: alice, tokens: tokens("alice"),
+            configuration: UserSession.Configuration(requestTimeout: .milliseconds(300)))
+        defer { session.end() }
+        #if canImport(FoundationNetworking)
+            #expect(Duration.milliseconds(300).urlSessionTimeout == 1)
+            #expect(Duration.milliseconds(1500).urlSessionTimeout == 2)
+            #expect(Duration.seconds(30).urlSessionTimeout == 30)
+            #expect(session.urlSession.configuration.timeoutIntervalForRequest == 1)
+        #else
+            #expect(session.urlSession.configuration.timeoutIntervalForRequest == 0.3)
+        #endif
     }
 
     /// 5xx from the resource server is the resource's own answer: retried as the policy allows for idempotent
