@@ -6,6 +6,14 @@
 //       Saves records of one account into a FileCredentialStore, forever. Record n is derived from n alone
 //       (see `saveLoopRecord`), so a reader can tell a whole record from a mix of two. Prints `ready <n>`
 //       where n is the counter of the record already there (0 for none), then `saved <n>` after each save.
+//   SessionKitCrashChild lifecycle <root> <seed>
+//       Signs alice and bob in through a SessionManager over a FileCredentialStore in <root>/credentials, with its
+//       data directory in <root>/data, then refreshes, signs out and signs in again at random (seeded), forever.
+//       Tokens come from an in-process endpoint and are numbered: generation n of a user is `rt-<user>-<n>` with
+//       scope `scope-<user>-<n>`, so a reader can tell which record a file holds and whether it is whole, and no
+//       token ever crosses the pipe. Prints `begin <op> <user> <n>` before and `end <op> <user> <n>` after each
+//       operation (op: sign-in, refresh, sign-out; n: the generation it writes, or holds for a sign-out), and
+//       `ready` once both are signed in.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 import Foundation
@@ -86,12 +94,103 @@ func secretServiceCheck(service: String) async {
     #endif
 }
 
+/// The numbered tokens of generation `n` of `user`.
+func lifecycleTokens(_ user: String, _ n: Int) -> TokenSet {
+    TokenSet(
+        accessToken: "at-\(user)-\(n)", refreshToken: "rt-\(user)-\(n)", scope: "scope-\(user)-\(n)",
+        lifetime: .seconds(3600))
+}
+
+/// Answers a refresh with the next generation of the presenting user's tokens.
+struct CountingTokenEndpoint: TokenEndpoint {
+    func refresh(using refreshToken: String) async throws -> TokenSet {
+        let parts = refreshToken.split(separator: "-")
+        guard parts.count == 3, parts[0] == "rt", let n = Int(parts[2]) else {
+            throw SessionError(.refreshRejected, "unknown refresh token", statusCode: 400, oauthError: "invalid_grant")
+        }
+        return lifecycleTokens(String(parts[1]), n + 1)
+    }
+}
+
+func lifecycle(root: String, seed: UInt64) async {
+    let rootURL = URL(fileURLWithPath: root)
+    do {
+        let store = try FileCredentialStore(directory: rootURL.appendingPathComponent("credentials"))
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: CountingTokenEndpoint(),
+                // Refreshing in a tight loop is the point here, not a loop to stop.
+                refreshPolicy: RefreshPolicy(maximumRefreshes: .max),
+                dataDirectory: rootURL.appendingPathComponent("data")))
+        let markers = rootURL.appendingPathComponent("markers")
+        try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
+        manager.register(
+            PurgeStep("marker") { account in
+                let marker = markers.appendingPathComponent(account.storageKey)
+                if FileManager.default.fileExists(atPath: marker.path) {
+                    try FileManager.default.removeItem(at: marker)
+                }
+            })
+        var generation = ["alice": 0, "bob": 0]
+        var sessions: [String: UserSession] = [:]
+        var state = seed
+        func random(_ bound: UInt64) -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var mixed = (state ^ (state >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+            return (mixed ^ (mixed >> 31)) % bound
+        }
+        func signIn(_ user: String) async throws {
+            let n = generation[user, default: 0] + 1
+            emit("begin sign-in \(user) \(n)")
+            let account = Account(issuer: "https://crash.sessionkit.invalid", subject: user)
+            sessions[user] = try await manager.signIn(account, tokens: lifecycleTokens(user, n), makeCurrent: true)
+            generation[user] = n
+            if let directory = manager.directory(for: account) {
+                for name in ["notes.txt", "cache.db", "outbox.json"] {
+                    try Data("\(user)'s \(name)".utf8).write(to: directory.appendingPathComponent(name))
+                }
+            }
+            try Data(user.utf8).write(to: markers.appendingPathComponent(account.storageKey))
+            emit("end sign-in \(user) \(n)")
+        }
+        try await signIn("alice")
+        try await signIn("bob")
+        emit("ready")
+        while true {
+            let user = random(2) == 0 ? "alice" : "bob"
+            guard let session = sessions[user] else {
+                try await signIn(user)
+                continue
+            }
+            let n = generation[user, default: 0]
+            if random(3) == 0 {
+                emit("begin sign-out \(user) \(n)")
+                await manager.signOut(session, options: .localOnly)
+                sessions[user] = nil
+                emit("end sign-out \(user) \(n)")
+            } else {
+                emit("begin refresh \(user) \(n + 1)")
+                try await session.refreshTokens()
+                generation[user] = n + 1
+                emit("end refresh \(user) \(n + 1)")
+            }
+        }
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
     await saveLoop(directory: arguments[1])
+case ("lifecycle", 3):
+    guard let seed = UInt64(arguments[2]) else { fail("the seed must be an unsigned integer") }
+    await lifecycle(root: arguments[1], seed: seed)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
-    fail("usage: SessionKitCrashChild save-loop <directory> | secret-service-check <service>")
+    fail(
+        "usage: SessionKitCrashChild save-loop <directory> | lifecycle <root> <seed> | secret-service-check <service>")
 }

@@ -49,8 +49,14 @@ final class PurgeJournal: Sendable {
         if let directory,
             let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path)
         {
-            for name in names where name.hasSuffix(".json") {
+            for name in names {
                 let url = directory.appendingPathComponent(name)
+                guard name.hasSuffix(".json") else {
+                    // The temporary file of an intent whose atomic write a crash interrupted: it names an account
+                    // whose sign-out never became durable, and must not outlive it. The directory is the journal's.
+                    try? FileManager.default.removeItem(at: url)
+                    continue
+                }
                 if let data = try? Data(contentsOf: url),
                     let account = try? JSONDecoder().decode(Account.self, from: data)
                 {

@@ -38,8 +38,8 @@ final class OAuthTransport: Sendable {
         configuration.httpCookieAcceptPolicy = .never
         configuration.urlCredentialStorage = nil
         if requestTimeout > .zero {
-            configuration.timeoutIntervalForRequest = requestTimeout.timeInterval
-            configuration.timeoutIntervalForResource = requestTimeout.timeInterval
+            configuration.timeoutIntervalForRequest = requestTimeout.urlSessionTimeout
+            configuration.timeoutIntervalForResource = requestTimeout.urlSessionTimeout
         }
         session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }
@@ -63,7 +63,7 @@ final class OAuthTransport: Sendable {
         }
         try Task.checkCancellation()
         var request = request
-        request.timeoutInterval = requestTimeout.timeInterval
+        request.timeoutInterval = requestTimeout.urlSessionTimeout
         // One connection per exchange. libcurl silently resends a request whose reused connection closed before
         // the answer, and cannot rewind a POST body to do so; a resent refresh would also present a refresh token
         // the server may already have rotated, which its reuse detection answers by revoking the whole grant

@@ -70,7 +70,8 @@ public final class SessionManager: Sendable, Observable {
         var resources: [any UserScopedResource] = []
         var continuations: [Int: AsyncStream<SessionState>.Continuation] = [:]
         var nextContinuationID = 0
-        var purges: [Account: Task<Void, Never>] = [:]
+        /// Sign-outs in progress per account, until their purge has finished.
+        var signOuts: [Account: [Broadcast<Void>]] = [:]
     }
 
     /// The configuration the manager was created with.
@@ -189,8 +190,9 @@ public final class SessionManager: Sendable, Observable {
 
     /// Signs `account` in with tokens obtained elsewhere (a grant the app ran, a test fixture).
     ///
-    /// Any purge of the same account still running finishes first. A live session of the same account is
-    /// ended (locally: its record is replaced, not purged).
+    /// A sign-out of the same account still in progress (revoking, then purging) finishes first. A live session
+    /// of the same account is ended before the new record is written (locally: its record is replaced, not
+    /// purged), so nothing it was still writing can land after the new record.
     ///
     /// - Parameters:
     ///   - account: Who signed in.
@@ -230,7 +232,16 @@ public final class SessionManager: Sendable, Observable {
             if makeCurrent { apply(.signInFailed(failure)) }
             throw failure
         }
-        await guarded.withLock { $0.purges[account] }?.value
+        // A sign-out of this account that is still revoking or purging finishes first: its purge deletes the
+        // account's record and directory, and would take this sign-in's with them.
+        while let signOut = guarded.withLock({ $0.signOuts[account]?.first }) {
+            _ = try? await signOut.value(
+                deadline: nil, clock: configuration.sessionConfiguration.clock, timeoutError: CancellationError())
+            if Task.isCancelled { break }
+        }
+        // The account's live session ends before the new record is written, so no credential write it admitted
+        // (a refresh committing now) can land after the new record.
+        for replaced in guarded.withLock({ $0.sessions.filter { $0.account == account } }) { replaced.end() }
         let session = makeSession(account: account, tokens: tokens)
         do {
             if let write = session.persistTokens(), let error = await write.value { throw error }
@@ -363,7 +374,11 @@ public final class SessionManager: Sendable, Observable {
     ///
     /// Detach and clear happen before the first `await`. Writes in flight follow their ``WritePolicy``. The
     /// server-side steps run on clients of their own, bounded by ``SignOutOptions/serverTimeout``, best effort.
-    /// The purge is recorded before it starts, so one interrupted by a crash is finished by ``restore()``.
+    /// The purge is recorded before it starts, so one interrupted by a crash is finished by ``restore()``. A
+    /// sign-in of the same account waits until the purge has finished.
+    ///
+    /// Signing out a session that is no longer live, of an account that has signed in again since, only makes
+    /// sure it has ended: the account's records and files belong to the live session.
     ///
     /// - Parameters:
     ///   - session: The session to end; `nil` means the current one.
@@ -378,18 +393,38 @@ public final class SessionManager: Sendable, Observable {
     {
         let clock = configuration.sessionConfiguration.clock
         let started = clock.now
+        let finished = Broadcast<Void>()
         // 1. Detach: the manager forgets the session, so no new work can start as this account.
-        let detached = guarded.withLock { guarded -> (UserSession, Bool, [WeakBindable])? in
+        let detached = guarded.withLock { guarded -> Detached? in
             guard let target = session ?? guarded.current else { return nil }
+            // A session that a re-login replaced: the account and its data belong to the live session now.
+            if !guarded.sessions.contains(where: { $0 === target }),
+                guarded.sessions.contains(where: { $0.account == target.account })
+            {
+                return .superseded(target)
+            }
             guarded.sessions.removeAll { $0 === target }
             let wasCurrent = guarded.current === target
             if wasCurrent { guarded.current = nil }
-            return (target, wasCurrent, guarded.containers)
+            // Until the purge has finished, a sign-in of this account waits.
+            guarded.signOuts[target.account, default: []].append(finished)
+            return .detached(target, wasCurrent: wasCurrent, containers: guarded.containers)
         }
-        guard let (target, wasCurrent, containers) = detached else {
+        guard case .detached(let target, let wasCurrent, let containers) = detached else {
+            if case .superseded(let target) = detached {
+                target.end()
+                return SignOutReport(account: target.account)
+            }
             return SignOutReport(account: Account(issuer: "", subject: ""))
         }
         let account = target.account
+        defer {
+            guarded.withLock { guarded in
+                guarded.signOuts[account]?.removeAll { $0 === finished }
+                if guarded.signOuts[account]?.isEmpty == true { guarded.signOuts[account] = nil }
+            }
+            finished.resolve(.success(()))
+        }
         var report = SignOutReport(account: account)
         let tokens = target.tokens
         // 2. Clear: the account's state leaves every screen before anything suspends.
@@ -447,11 +482,7 @@ public final class SessionManager: Sendable, Observable {
 
         // 5. Purge, queued behind every credential write the session admitted.
         let purge = Task { await self.purge(account, outbox: options.outbox) }
-        guarded.withLock { $0.purges[account] = Task { _ = await purge.value } }
         let (purged, failures) = await purge.value
-        guarded.withLock { guarded in
-            if guarded.purges[account] != nil { guarded.purges[account] = nil }
-        }
         report.purged = purged
         report.purgeFailures += failures
         return report
@@ -648,6 +679,14 @@ public final class SessionManager: Sendable, Observable {
         }
         return state
     }
+}
+
+/// What sign-out's detach phase found.
+private enum Detached {
+    /// The session to sign out, now detached.
+    case detached(UserSession, wasCurrent: Bool, containers: [WeakBindable])
+    /// A session that is no longer live, of an account that has a live session again: nothing to purge.
+    case superseded(UserSession)
 }
 
 /// A weak reference to a registered container.

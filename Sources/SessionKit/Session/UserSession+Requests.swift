@@ -186,11 +186,12 @@ extension UserSession {
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
                         self?.taskFinished()
                         if let error {
-                            continuation.resume(throwing: TransportFailure(underlying: error))
+                            continuation.resume(throwing: TransportFailure(underlying: error, request: request))
                         } else if let response {
                             continuation.resume(returning: (data ?? Data(), response))
                         } else {
-                            continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+                            continuation.resume(
+                                throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
                         }
                     }
                     lifetime.requestsInFlight += 1
@@ -229,6 +230,14 @@ extension UserSession {
 /// A request that failed below HTTP, with what is known about whether it reached the server.
 struct TransportFailure: Error {
     let underlying: any Error
+    /// Whether the request's URL was `http` or `https`, so that an unsupported-URL failure can only be the answer's.
+    let wasHTTP: Bool
+
+    init(underlying: any Error, request: URLRequest? = nil) {
+        self.underlying = underlying
+        let scheme = request?.url?.scheme?.lowercased()
+        self.wasHTTP = scheme == "http" || scheme == "https"
+    }
 
     private var code: URLError.Code? { (underlying as? URLError)?.code }
 
@@ -250,15 +259,26 @@ struct TransportFailure: Error {
             return SessionError(.outcomeUnknown, "the request timed out after it may have reached the server")
         case .timedOut?:
             return SessionError(.timedOut, "the request timed out")
-        case .badServerResponse?, .cannotParseResponse?:
+        case _ where !replayable && !wasNotSent:
+            // Whatever broke the answer, the server may have had the whole request and applied it.
+            return SessionError(
+                .outcomeUnknown,
+                "the connection failed after the request may have reached the server"
+            )
+        case .cannotParseResponse?:
             return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
+        #if canImport(FoundationNetworking)
+            // libcurl reports a connection closed before any byte of an answer ("empty reply from server") as
+            // badServerResponse, and an answer that is not HTTP/1.x as an unsupported protocol.
+            case .badServerResponse?:
+                return SessionError(.networkUnavailable, "the connection closed before the server answered")
+            case .unsupportedURL? where wasHTTP:
+                return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
+        #else
+            case .badServerResponse?:
+                return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
+        #endif
         default:
-            if !replayable && !wasNotSent {
-                return SessionError(
-                    .outcomeUnknown,
-                    "the connection failed after the request may have reached the server"
-                )
-            }
             return SessionError(.networkUnavailable, "the request failed: \(code.map { "\($0.rawValue)" } ?? "?")")
         }
     }

@@ -149,7 +149,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         urlConfiguration.urlCache = nil
         urlConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         urlConfiguration.httpShouldSetCookies = true
-        urlConfiguration.timeoutIntervalForRequest = configuration.requestTimeout.timeInterval
+        urlConfiguration.timeoutIntervalForRequest = configuration.requestTimeout.urlSessionTimeout
         urlConfiguration.httpMaximumConnectionsPerHost = 64
         self.urlSession = URLSession(configuration: urlConfiguration)
         self.refresher = tokenEndpoint.map {
@@ -305,5 +305,18 @@ extension Duration {
     var timeInterval: TimeInterval {
         let (seconds, attoseconds) = components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// The duration as a `URLSession` timeout.
+    ///
+    /// FoundationNetworking (Linux) arms its timeout timer with the interval truncated to whole seconds, so a
+    /// timeout under one second fires at once and fails every request; there the interval is rounded up to whole
+    /// seconds, which waits a little longer than asked rather than not at all.
+    var urlSessionTimeout: TimeInterval {
+        #if canImport(FoundationNetworking)
+            return max(timeInterval.rounded(.up), 1)
+        #else
+            return timeInterval
+        #endif
     }
 }

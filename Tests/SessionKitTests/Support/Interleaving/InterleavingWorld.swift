@@ -1,0 +1,99 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a batch of schedules shares: one authorization server (which is also the resource server), one OAuth
+/// client, and the log of what reached the resource routes, kept per schedule.
+///
+/// Resource routes: `/fast` answers at once; `/slow` waits at the gate the schedule registered for the call, so
+/// the scheduler decides when it answers. Both check the bearer token with the mock (revoked and invalidated
+/// tokens get 401 and a Bearer challenge) and log every arrival before anything else, with the arrival instant
+/// LocalServer stamped when the whole request had been read.
+final class InterleavingWorld: Sendable {
+    /// One request that reached a resource route.
+    struct Arrival: Sendable {
+        /// The schedule's call that sent it (`X-Call`).
+        let call: Int
+        /// The bearer token it carried.
+        let token: String?
+        /// When the whole request had arrived.
+        let arrivedAt: ContinuousClock.Instant
+        /// Whether its handler has answered (or given up because the client left).
+        var answered = false
+    }
+
+    let mock: MockAuthorizationServer
+    let client: OAuthClient
+    private let arrivals = Locked<[Int: [Arrival]]>([:])
+    private let gates = Locked<[String: Gate]>([:])
+
+    private init(mock: MockAuthorizationServer) {
+        self.mock = mock
+        self.client = mock.makeClient()
+    }
+
+    static func start() async throws -> InterleavingWorld {
+        let world = InterleavingWorld(mock: try await MockAuthorizationServer.start())
+        for (path, slow) in [("/fast", false), ("/slow", true)] {
+            world.mock.server.route(path) { [weak world] request in
+                await world?.serve(request, slow: slow) ?? .status(503)
+            }
+        }
+        return world
+    }
+
+    func stop() async {
+        await mock.stop()
+    }
+
+    /// A request for `call` of `schedule`; a slow one is held at a gate the caller opens.
+    func request(schedule: Int, call: Int, method: String, slow: Bool) -> (URLRequest, Gate?) {
+        var request = URLRequest(url: mock.url(slow ? "/slow" : "/fast"))
+        request.httpMethod = method
+        if method == "POST" { request.httpBody = Data(#"{"n":\#(call)}"#.utf8) }
+        let tag = "\(schedule).\(call)"
+        request.setValue(tag, forHTTPHeaderField: "X-Call")
+        guard slow else { return (request, nil) }
+        let gate = Gate()
+        gates.withLock { $0[tag] = gate }
+        return (request, gate)
+    }
+
+    /// What reached the resource routes for `schedule`, in arrival order.
+    func arrivals(of schedule: Int) -> [Arrival] {
+        arrivals.withLock { $0[schedule] ?? [] }
+    }
+
+    /// Drops what is kept for `schedule`.
+    func forget(_ schedule: Int) {
+        arrivals.withLock { _ = $0.removeValue(forKey: schedule) }
+        gates.withLock { gates in gates = gates.filter { !$0.key.hasPrefix("\(schedule).") } }
+    }
+
+    private func serve(_ request: LocalServer.Request, slow: Bool) async -> LocalServer.Response {
+        guard let tag = request.header("X-Call"), let dot = tag.firstIndex(of: "."),
+            let schedule = Int(tag[..<dot]), let call = Int(tag[tag.index(after: dot)...])
+        else { return .status(400) }
+        let index = arrivals.withLock { all -> Int in
+            all[schedule, default: []].append(
+                Arrival(call: call, token: request.bearerToken, arrivedAt: request.arrivedAt))
+            return all[schedule, default: []].count - 1
+        }
+        defer {
+            arrivals.withLock { all in
+                if let count = all[schedule]?.count, index < count { all[schedule]?[index].answered = true }
+            }
+        }
+        guard let user = mock.user(authorizing: request) else {
+            return .json(
+                #"{"error":"invalid_token"}"#, status: 401,
+                headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#), ("Cache-Control", "no-store")])
+        }
+        if slow, let gate = gates.withLock({ $0[tag] }) { await gate.wait() }
+        return .json(#"{"user":"\#(user)"}"#, headers: [("Cache-Control", "no-store")])
+    }
+}

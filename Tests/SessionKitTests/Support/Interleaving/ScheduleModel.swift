@@ -1,0 +1,222 @@
+import SessionKit
+import SessionKitTesting
+
+/// What one schedule knows about the sessions, calls and tokens it made: the ground truth the invariants are
+/// checked against. Shared with the token endpoint and the revoker the schedule's manager calls.
+final class ScheduleModel: Sendable {
+    /// The step running `end()` through a manager call, so the end marker can tell which step ended a session.
+    enum StepContext {
+        @TaskLocal static var step: Int?
+    }
+
+    struct SessionRecord {
+        let session: UserSession
+        let account: Int
+        /// A screen's container, bound to this session alone for its whole life (not through the manager).
+        let screen: SessionScoped<ScheduleRun.Loaded?>
+        /// When the first end marker ran: after `isActive` went down.
+        var endedAt: ContinuousClock.Instant?
+        /// The step whose manager call ended the session, if a step did.
+        var endedByStep: Int?
+        /// Every call of the session started before the end marker ran.
+        var startedBeforeEnd: Set<Int> = []
+        /// Per step that set out to end the session: the session's calls still running when the step started,
+        /// and those of them whose request was held at the server (arrived, unanswered, not cancelled).
+        var atStepStart: [Int: (outstanding: Set<Int>, parked: Set<Int>)] = [:]
+        /// Per step that ended the session: how many requests `end()` said it cancelled.
+        var cancelled: [Int: Int] = [:]
+        /// Bumped each time a step may have bound the session to the container.
+        var bindGeneration = 0
+        /// Whether the end marker registered after the last bind has run (the container was cleared by then).
+        var containerCleared = false
+        /// Whether a sign-out of it has started and not finished.
+        var signOutInProgress = false
+        /// The gate its sign-out's revocation is held at, if it is.
+        var revocationHold: Gate?
+    }
+
+    struct CallRecord {
+        let session: Int
+        let what: String
+        var outstanding = true
+        var cancelledByCaller = false
+        var outcome = "…"
+    }
+
+    enum RefreshScript {
+        case transient
+        case rejected
+        case hold(Gate)
+    }
+
+    struct State {
+        var sessions: [Int: SessionRecord] = [:]
+        var nextSession = 1
+        var calls: [Int: CallRecord] = [:]
+        var nextCall = 1
+        /// Every token the schedule saw issued, and the session it was issued to.
+        var tokenOwner: [String: Int] = [:]
+        /// Tokens from refreshes that completed after their session ended.
+        var lateTokens: Set<String> = []
+        var scripts: [Int: [RefreshScript]] = [:]
+        /// Revocations to hold, per session: a signal opened when the revocation arrives, and the gate it waits at.
+        var revocationHolds: [Int: (arrived: Gate, gate: Gate)] = [:]
+        var violations: [String] = []
+        var reported: Set<String> = []
+    }
+
+    let state = Locked(State())
+
+    /// Records a violation once, with where it was first seen.
+    func violation(_ message: String, at label: String) {
+        state.withLock { state in
+            if state.reported.insert(message).inserted { state.violations.append("\(label): \(message)") }
+        }
+    }
+
+    var violations: [String] { state.withLock { $0.violations } }
+
+    func owner(of token: String?) -> Int? {
+        guard let token else { return nil }
+        return state.withLock { $0.tokenOwner[token] }
+    }
+
+    func ordinal(of session: UserSession) -> Int? {
+        state.withLock { state in state.sessions.first { $0.value.session === session }?.key }
+    }
+
+    func record(_ ordinal: Int) -> SessionRecord? {
+        state.withLock { $0.sessions[ordinal] }
+    }
+
+    func newOrdinal() -> Int {
+        state.withLock { state in
+            defer { state.nextSession += 1 }
+            return state.nextSession
+        }
+    }
+
+    func own(_ tokens: TokenSet, by ordinal: Int) {
+        state.withLock { state in
+            state.tokenOwner[tokens.accessToken] = ordinal
+            if let refresh = tokens.refreshToken { state.tokenOwner[refresh] = ordinal }
+        }
+    }
+
+    /// Registers an end marker on `ordinal`'s session; it records the end, and — registered after a step that
+    /// may have bound the session to the container, so after the container's own handler — that the container
+    /// was cleared.
+    func mark(_ ordinal: Int) {
+        let registration = state.withLock { state -> (UserSession, Int)? in
+            guard var record = state.sessions[ordinal] else { return nil }
+            record.bindGeneration += 1
+            state.sessions[ordinal] = record
+            return (record.session, record.bindGeneration)
+        }
+        guard let (session, generation) = registration else { return }
+        session.onEnd { [state] in
+            let now = ContinuousClock.now
+            let endingStep = StepContext.step
+            state.withLock { state in
+                guard var record = state.sessions[ordinal] else { return }
+                if record.endedAt == nil {
+                    record.endedAt = now
+                    record.endedByStep = endingStep
+                    record.startedBeforeEnd = Set(state.calls.filter { $0.value.session == ordinal }.keys)
+                }
+                if record.bindGeneration == generation { record.containerCleared = true }
+                state.sessions[ordinal] = record
+            }
+        }
+    }
+
+    func takeScript(for ordinal: Int?) -> RefreshScript? {
+        guard let ordinal else { return nil }
+        return state.withLock { state in
+            guard var scripts = state.scripts[ordinal], !scripts.isEmpty else { return nil }
+            let first = scripts.removeFirst()
+            state.scripts[ordinal] = scripts
+            return first
+        }
+    }
+
+    /// Records a refresh result for the session that presented `refreshToken`; late if that session had ended.
+    func refreshed(_ tokens: TokenSet, presenting refreshToken: String, completedAt: ContinuousClock.Instant) {
+        state.withLock { state in
+            guard let ordinal = state.tokenOwner[refreshToken] else { return }
+            state.tokenOwner[tokens.accessToken] = ordinal
+            if let refresh = tokens.refreshToken { state.tokenOwner[refresh] = ordinal }
+            if let endedAt = state.sessions[ordinal]?.endedAt, endedAt < completedAt {
+                state.lateTokens.insert(tokens.accessToken)
+                if let refresh = tokens.refreshToken { state.lateTokens.insert(refresh) }
+            }
+        }
+    }
+
+    func takeRevocationHold(for token: String) -> (arrived: Gate, gate: Gate)? {
+        state.withLock { state in
+            guard let ordinal = state.tokenOwner[token] else { return nil }
+            return state.revocationHolds.removeValue(forKey: ordinal)
+        }
+    }
+}
+
+/// The schedule's token endpoint: the mock's OAuth client, with failures and holds the schedule scripts per
+/// session, and every issued token recorded with the session it belongs to.
+struct ScheduleTokenEndpoint: TokenEndpoint {
+    let client: OAuthClient
+    let model: ScheduleModel
+    let clock: ManualClock
+
+    func refresh(using refreshToken: String) async throws -> TokenSet {
+        switch model.takeScript(for: model.owner(of: refreshToken)) {
+        case .transient?:
+            throw SessionError(.providerOutage, "scripted outage", statusCode: 503)
+        case .rejected?:
+            throw SessionError(.refreshRejected, "scripted invalid_grant", statusCode: 400, oauthError: "invalid_grant")
+        case .hold(let gate)?:
+            await gate.wait()
+        case nil:
+            break
+        }
+        let fresh = try await client.refresh(using: refreshToken)
+        model.refreshed(fresh, presenting: refreshToken, completedAt: .now)
+        // Expiry on the schedule's clock, so `expire` steps reach the tokens a refresh returned too.
+        return TokenSet(
+            accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, idToken: fresh.idToken,
+            scope: fresh.scope, tokenType: fresh.tokenType, lifetime: fresh.lifetime, receivedAt: clock.now,
+            receivedAtWall: clock.wallNow)
+    }
+}
+
+/// The schedule's revoker: the mock's OAuth client, held at a gate when the schedule asks.
+struct ScheduleRevoker: TokenRevoker {
+    let client: OAuthClient
+    let model: ScheduleModel
+
+    func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        if let hold = model.takeRevocationHold(for: token) {
+            hold.arrived.open()
+            await hold.gate.wait()
+        }
+        try await client.revoke(token, hint: hint)
+    }
+}
+
+/// An in-memory credential store that remembers every refresh token it was asked to save.
+final class RecordingCredentialStore: CredentialStore {
+    private let inner = InMemoryCredentialStore()
+    private let saved = Locked<[String]>([])
+
+    var savedRefreshTokens: [String] { saved.withLock { $0 } }
+
+    func save(_ record: CredentialRecord) async throws {
+        if let token = record.refreshToken { saved.withLock { $0.append(token) } }
+        await inner.save(record)
+    }
+
+    func load(for account: Account) async throws -> CredentialRecord? { await inner.load(for: account) }
+    func delete(for account: Account) async throws { await inner.delete(for: account) }
+    func deleteAll() async throws { await inner.deleteAll() }
+    func accounts() async throws -> [Account] { await inner.accounts() }
+}

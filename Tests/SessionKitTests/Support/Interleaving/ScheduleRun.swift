@@ -1,0 +1,571 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Runs one schedule — a fresh `SessionManager` over a recording store, three accounts, one registered
+/// `SessionScoped` container — against a batch's shared server, and checks the invariants after every step.
+///
+/// Steps run one after another; what they start (requests, forced refreshes, sign-outs whose revocation is held)
+/// runs concurrently with the steps that follow, over real sockets, until a later step opens its gate, cancels
+/// it, or ends its session. At the end every gate is opened, everything is awaited and checked, then every
+/// account is signed out and checked again.
+final class ScheduleRun: Sendable {
+    /// What a call commits to the container: which session's call loaded it.
+    struct Loaded: Sendable, Equatable {
+        let session: Int
+        let call: Int
+    }
+
+    /// The violations found (empty when none) and what the schedule did.
+    struct Outcome: Sendable {
+        let violations: [String]
+        let trace: [String]
+    }
+
+    private static let runs = Locked(0)
+
+    let id: Int
+    let world: InterleavingWorld
+    let model = ScheduleModel()
+    let clock = ManualClock()
+    let store = RecordingCredentialStore()
+    let manager: SessionManager
+    let container = SessionScoped<Loaded?>(empty: nil)
+    let accounts: [Account]
+    let users: [String]
+    private let background = Locked<[Task<Void, Never>]>([])
+    private let callTasks = Locked<[Int: Task<Void, Never>]>([:])
+    private let gates = Locked<[(name: String, gate: Gate)]>([])
+    private let steps = Locked<[String]>([])
+
+    init(world: InterleavingWorld) throws {
+        let id = Self.runs.withLock { runs in
+            runs += 1
+            return runs
+        }
+        self.id = id
+        self.world = world
+        users = ["alice", "bob", "carol"].map { "r\(id)-\($0)" }
+        accounts = users.map { Account(issuer: world.mock.issuer, subject: $0) }
+        for user in users { try world.mock.addUser(user) }
+        manager = SessionManager(
+            configuration: .init(
+                store: store,
+                tokenEndpoint: ScheduleTokenEndpoint(client: world.client, model: model, clock: clock),
+                revoker: ScheduleRevoker(client: world.client, model: model),
+                sessionConfiguration: UserSession.Configuration(cacheMaximumBytes: 0, clock: clock),
+                refreshPolicy: RefreshPolicy(
+                    jitter: .zero, retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero))
+            )
+        )
+        manager.register(container)
+    }
+
+    /// Runs `schedule` and returns what it found.
+    func run(_ schedule: [ScheduleStep]) async -> Outcome {
+        for (index, step) in schedule.enumerated() {
+            let did = await perform(step, index: index)
+            steps.withLock { $0.append("\(index): \(step.kind) — \(did)") }
+            for _ in 0..<3 { await Task.yield() }
+            await check(at: "after step \(index) (\(step.kind))")
+        }
+        await settle()
+        await check(at: "settled")
+        for session in manager.sessions { await manager.signOut(session, options: .localOnly) }
+        await settle()
+        await check(at: "after signing every account out")
+        if let remaining = try? await store.accounts(), !remaining.isEmpty {
+            model.violation("\(remaining.count) credential records remain after every account signed out", at: "end")
+        }
+        if let value = container.value {
+            model.violation("the container holds #\(value.session)'s data after every account signed out", at: "end")
+        }
+        let outcome = Outcome(violations: model.violations, trace: trace())
+        world.forget(id)
+        // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
+        model.state.withLock { $0.sessions.removeAll() }
+        return outcome
+    }
+
+    private func trace() -> [String] {
+        let calls = model.state.withLock { state in
+            state.calls.sorted { $0.key < $1.key }.map { "call \($0.key) (\($0.value.what)): \($0.value.outcome)" }
+        }
+        return steps.withLock { $0 } + calls
+    }
+
+    /// Opens every gate and waits for everything started to finish.
+    private func settle() async {
+        while true {
+            let open = gates.withLock { gates in
+                defer { gates.removeAll() }
+                return gates
+            }
+            for (_, gate) in open { gate.open() }
+            let tasks = background.withLock { tasks in
+                defer { tasks.removeAll() }
+                return tasks
+            }
+            let calls = callTasks.withLock { calls in
+                defer { calls.removeAll() }
+                return Array(calls.values)
+            }
+            if open.isEmpty && tasks.isEmpty && calls.isEmpty { return }
+            for task in tasks + calls { await task.value }
+        }
+    }
+
+    // MARK: - Steps
+
+    private func live() -> [(ordinal: Int, session: UserSession)] {
+        manager.sessions.compactMap { session in model.ordinal(of: session).map { ($0, session) } }
+            .sorted { $0.ordinal < $1.ordinal }
+    }
+
+    private func user(of ordinal: Int) -> String {
+        model.record(ordinal).map { users[$0.account] } ?? "?"
+    }
+
+    private func perform(_ step: ScheduleStep, index: Int) async -> String {
+        let live = live()
+        let chosen = live.isEmpty ? nil : live[step.pick % live.count]
+        switch step.kind {
+        case .signIn:
+            let idle = accounts.indices.filter { account in
+                !live.contains { model.record($0.ordinal)?.account == account }
+            }
+            guard !idle.isEmpty else { return "no account to sign in" }
+            return await signIn(idle[step.pick % idle.count], makeCurrent: step.variant != 0, step: index)
+        case .signInAgain:
+            guard let (ordinal, _) = chosen, let account = model.record(ordinal)?.account else {
+                return "no live session"
+            }
+            prepareEnd(of: ordinal, step: index)
+            return await signIn(account, makeCurrent: step.variant != 0, step: index) + ", replacing #\(ordinal)"
+        case .request:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            let method = step.variant & 1 == 0 ? "GET" : "POST"
+            return startCall(
+                ordinal, session, method: method, slow: step.variant & 2 != 0, heldBeforeCommit: step.variant & 4 != 0)
+        case .openGate:
+            let gate = gates.withLock { gates -> (name: String, gate: Gate)? in
+                gates.isEmpty ? nil : gates.remove(at: step.pick % gates.count)
+            }
+            guard let gate else { return "no gate held" }
+            gate.gate.open()
+            return "opened \(gate.name)"
+        case .signOut:
+            var target = chosen
+            if step.variant & 1 == 0, let current = manager.current, let ordinal = model.ordinal(of: current) {
+                target = (ordinal, current)
+            }
+            guard let (ordinal, session) = target else { return "no live session" }
+            return await signOut(ordinal, session, localOnly: step.variant & 2 != 0, step: index)
+        case .signOutHeld:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            return await signOutHeld(ordinal, session, step: index)
+        case .signOutStale:
+            let ended = model.state.withLock { state in
+                state.sessions.filter { !$0.value.session.isActive }.map { ($0.key, $0.value.session) }
+                    .sorted { $0.0 < $1.0 }
+            }
+            guard !ended.isEmpty else { return "no ended session" }
+            let (ordinal, session) = ended[step.pick % ended.count]
+            await ScheduleModel.StepContext.$step.withValue(index) {
+                _ = await manager.signOut(session, options: .localOnly)
+            }
+            return "signed out #\(ordinal) (\(user(of: ordinal))) again, long after it ended"
+        case .switchAccount:
+            let current = manager.current
+            let others = live.filter { $0.session !== current }
+            guard !others.isEmpty else { return "no other live session" }
+            let (ordinal, session) = others[step.pick % others.count]
+            let switched: Bool = await ScheduleModel.StepContext.$step.withValue(index) {
+                (try? await manager.switchTo(session)) != nil
+            }
+            model.mark(ordinal)
+            return switched ? "switched to #\(ordinal)" : "switch to #\(ordinal) refused: it ended"
+        case .switchEndingOthers:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            return await switchEndingOthers(ordinal, session, live: live, step: index)
+        case .expire:
+            clock.advance(by: .seconds(3601))
+            return "every access token expired (clock +3601 s)"
+        case .revokeOnServer:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            world.mock.revokeAll(for: user(of: ordinal))
+            guard step.variant & 1 == 1 else { return "revoked \(user(of: ordinal))'s grants on the server" }
+            return "revoked \(user(of: ordinal))'s grants on the server; "
+                + startCall(ordinal, session, method: "GET", slow: false)
+        case .invalidateAccess:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            world.mock.invalidateAccessTokens(for: user(of: ordinal))
+            return "invalidated \(user(of: ordinal))'s access tokens; "
+                + startCall(ordinal, session, method: "GET", slow: false)
+        case .refreshTransient, .refreshRejected, .refreshHeld:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            var scripts: [ScheduleModel.RefreshScript]
+            switch step.kind {
+            case .refreshTransient: scripts = step.variant & 1 == 0 ? [.transient] : [.transient, .transient]
+            case .refreshRejected: scripts = [.rejected]
+            default:
+                let gate = Gate()
+                gates.withLock { $0.append(("refresh of #\(ordinal)", gate)) }
+                scripts = [.hold(gate)]
+            }
+            model.state.withLock { $0.scripts[ordinal, default: []] += scripts }
+            return "next refresh of #\(ordinal): \(scripts.map { "\($0)" }.joined(separator: ", ")); "
+                + startCall(ordinal, session, method: nil, slow: false)
+        case .cancelCall:
+            let running = model.state.withLock { state in
+                state.calls.filter { $0.value.outstanding && !$0.value.cancelledByCaller }.keys.sorted()
+            }
+            guard !running.isEmpty else { return "no call in flight" }
+            let call = running[step.pick % running.count]
+            model.state.withLock { $0.calls[call]?.cancelledByCaller = true }
+            callTasks.withLock { $0[call] }?.cancel()
+            return "cancelled call \(call)"
+        }
+    }
+
+    private func signIn(_ account: Int, makeCurrent: Bool, step: Int) async -> String {
+        // A sign-in waits for the account's sign-out in progress; one held at a gate only a later step opens
+        // would stall the schedule, so the sign-in lets it go first (and races its purge).
+        let held = model.state.withLock { state in
+            state.sessions.filter { $0.value.account == account && $0.value.signOutInProgress }
+                .compactMap { $0.value.revocationHold }
+        }
+        for gate in held { gate.open() }
+        gates.withLock { gates in gates.removeAll { gate in held.contains { $0 === gate.gate } } }
+        let ordinal = model.newOrdinal()
+        let tokens: TokenSet
+        do {
+            tokens = try world.mock.issueTokens(for: users[account], clock: clock)
+        } catch {
+            return "the mock refused to issue tokens: \(error)"
+        }
+        model.own(tokens, by: ordinal)
+        let makeCurrent = makeCurrent || manager.current == nil
+        do {
+            let session = try await ScheduleModel.StepContext.$step.withValue(step) {
+                try await manager.signIn(accounts[account], tokens: tokens, makeCurrent: makeCurrent)
+            }
+            // A screen made for this session: bound before the end marker, so its handler empties it first.
+            let screen = SessionScoped<Loaded?>(empty: nil)
+            screen.bind(to: session)
+            model.state.withLock {
+                $0.sessions[ordinal] = ScheduleModel.SessionRecord(session: session, account: account, screen: screen)
+            }
+            model.mark(ordinal)
+            return "signed in \(users[account]) as #\(ordinal)\(makeCurrent ? " (current)" : "")"
+        } catch {
+            return "sign-in of \(users[account]) failed: \(error)"
+        }
+    }
+
+    /// Records, before a step that may end `ordinal`, which of its calls run and which are held at the server.
+    private func prepareEnd(of ordinal: Int, step: Int) {
+        let arrivals = world.arrivals(of: id)
+        model.state.withLock { state in
+            let outstanding = Set(
+                state.calls.filter {
+                    $0.value.session == ordinal && $0.value.outstanding && !$0.value.cancelledByCaller
+                }
+                .keys)
+            let parked = Set(
+                arrivals.filter { arrival in
+                    !arrival.answered && outstanding.contains(arrival.call)
+                        && arrival.token.flatMap { state.tokenOwner[$0] } == ordinal
+                }.map(\.call))
+            state.sessions[ordinal]?.atStepStart[step] = (outstanding, parked)
+        }
+    }
+
+    private func signOut(_ ordinal: Int, _ session: UserSession, localOnly: Bool, step: Int) async -> String {
+        prepareEnd(of: ordinal, step: step)
+        model.state.withLock { $0.sessions[ordinal]?.signOutInProgress = true }
+        let report = await ScheduleModel.StepContext.$step.withValue(step) {
+            await manager.signOut(session, options: localOnly ? .localOnly : SignOutOptions())
+        }
+        model.state.withLock { state in
+            state.sessions[ordinal]?.cancelled[step] = report.cancelledRequests
+            state.sessions[ordinal]?.signOutInProgress = false
+        }
+        // The sign-out has completed: nothing of the account may remain in the store, unless another session
+        // of it is live (none can be: the steps run one at a time).
+        let account = accounts[model.record(ordinal)?.account ?? 0]
+        if !manager.sessions.contains(where: { $0.account == account }),
+            let record = try? await manager.vault.load(for: account)
+        {
+            let owner = model.owner(of: record.refreshToken).map { "#\($0)" } ?? "an unknown session"
+            model.violation(
+                "after signing #\(ordinal) out, the store still holds \(owner)'s credentials for its account",
+                at: "step \(step)")
+        }
+        return "signed out #\(ordinal)\(localOnly ? " locally" : ""), \(report.cancelledRequests) requests cancelled"
+    }
+
+    private func signOutHeld(_ ordinal: Int, _ session: UserSession, step: Int) async -> String {
+        prepareEnd(of: ordinal, step: step)
+        let arrived = Gate()
+        let hold = Gate()
+        model.state.withLock { state in
+            state.revocationHolds[ordinal] = (arrived, hold)
+            state.sessions[ordinal]?.signOutInProgress = true
+            state.sessions[ordinal]?.revocationHold = hold
+        }
+        gates.withLock { $0.append(("revocation of #\(ordinal)", hold)) }
+        let model = model
+        let manager = manager
+        let task = Task {
+            let report = await ScheduleModel.StepContext.$step.withValue(step) {
+                await manager.signOut(session)
+            }
+            model.state.withLock { state in
+                state.sessions[ordinal]?.cancelled[step] = report.cancelledRequests
+                state.sessions[ordinal]?.signOutInProgress = false
+            }
+            arrived.open()
+        }
+        background.withLock { $0.append(task) }
+        // Revocation starts after `end()` returned: from here on the session is over, its purge still to come.
+        await arrived.wait()
+        return "signing out #\(ordinal), its revocation held"
+    }
+
+    private func switchEndingOthers(
+        _ ordinal: Int, _ session: UserSession, live: [(ordinal: Int, session: UserSession)], step: Int
+    ) async -> String {
+        let others = live.filter { $0.ordinal != ordinal }
+        for other in others {
+            prepareEnd(of: other.ordinal, step: step)
+            model.state.withLock { $0.sessions[other.ordinal]?.signOutInProgress = true }
+        }
+        let reports = await ScheduleModel.StepContext.$step.withValue(step) {
+            (try? await manager.switchTo(session, endingOthers: true, options: .localOnly)) ?? []
+        }
+        model.state.withLock { state in
+            for other in others {
+                state.sessions[other.ordinal]?.signOutInProgress = false
+                if let report = reports.first(where: { $0.account == other.session.account }) {
+                    state.sessions[other.ordinal]?.cancelled[step] = report.cancelledRequests
+                }
+            }
+        }
+        model.mark(ordinal)
+        return "switched to #\(ordinal), signing out \(others.map { "#\($0.ordinal)" }.joined(separator: ", "))"
+    }
+
+    /// Starts a request (or, with `method` nil, a forced refresh) of `session` in a task of its own.
+    private func startCall(
+        _ ordinal: Int, _ session: UserSession, method: String?, slow: Bool, heldBeforeCommit: Bool = false
+    ) -> String {
+        var what = method.map { "#\(ordinal) \($0) \(slow ? "slow" : "fast")" } ?? "#\(ordinal) refresh"
+        if heldBeforeCommit { what += ", held before its commit" }
+        let call = model.state.withLock { state -> Int in
+            defer { state.nextCall += 1 }
+            state.calls[state.nextCall] = ScheduleModel.CallRecord(session: ordinal, what: what)
+            return state.nextCall
+        }
+        var request: URLRequest?
+        if let method {
+            let (built, gate) = world.request(schedule: id, call: call, method: method, slow: slow)
+            request = built
+            if let gate { gates.withLock { $0.append(("call \(call)", gate)) } }
+        }
+        let expected = #"{"user":"\#(user(of: ordinal))"}"#
+        let model = model
+        let container = container
+        let screen = model.record(ordinal)?.screen
+        let processing = heldBeforeCommit ? Gate() : nil
+        if let processing { gates.withLock { $0.append(("processing of call \(call)", processing)) } }
+        let task = Task {
+            var outcome: String
+            do {
+                if let request {
+                    let (data, response) = try await session.data(for: request)
+                    if response.statusCode == 200 {
+                        let body = String(decoding: data, as: UTF8.self)
+                        if body != expected {
+                            model.violation("call \(call) of #\(ordinal) was answered \(body)", at: "call \(call)")
+                        }
+                        // The last await before the commit: the session may end meanwhile.
+                        await processing?.wait()
+                        let loaded = Loaded(session: ordinal, call: call)
+                        let shown = screen?.commit(loaded, from: session) == true
+                        let committed = container.commit(loaded, from: session)
+                        outcome = (committed ? "committed" : "commit refused") + (shown ? ", shown" : "")
+                    } else {
+                        outcome = "HTTP \(response.statusCode)"
+                    }
+                } else {
+                    try await session.refreshTokens()
+                    outcome = "refreshed"
+                }
+            } catch let error as SessionError {
+                outcome = "\(error.code)"
+            } catch is CancellationError {
+                outcome = "cancelled"
+            } catch {
+                outcome = "\(type(of: error))"
+            }
+            model.state.withLock { state in
+                state.calls[call]?.outstanding = false
+                state.calls[call]?.outcome = outcome
+            }
+        }
+        callTasks.withLock { $0[call] = task }
+        return "call \(call): \(what)"
+    }
+
+    // MARK: - Invariants
+
+    private func check(at label: String) async {
+        checkContainer(at: label)
+        checkArrivals(at: label)
+        await checkStore(at: label)
+    }
+
+    /// Identity at commit: the container holds nothing, or data of the session it is bound to, committed while
+    /// that session was active.
+    ///
+    /// The binding is read before the value: between checks, bindings change only to `nil` (a sign-out or a
+    /// rejected refresh in the background), which empties the value, so a value read afterwards was committed
+    /// under the binding read.
+    private func checkContainer(at label: String) {
+        for (ordinal, record) in model.state.withLock({ $0.sessions }) where record.containerCleared {
+            if let value = record.screen.value {
+                model.violation(
+                    "the screen of #\(ordinal) shows call \(value.call)'s data, committed after #\(ordinal) ended",
+                    at: label)
+            }
+        }
+        let bound = container.session
+        guard let value = container.value else { return }
+        guard let owner = model.record(value.session) else {
+            model.violation("the container holds data of a session the schedule never made", at: label)
+            return
+        }
+        if owner.session !== bound {
+            let boundName = bound.flatMap { model.ordinal(of: $0) }.map { "#\($0)" } ?? "no session"
+            model.violation(
+                "the container holds #\(value.session)'s data (call \(value.call)) while bound to \(boundName)",
+                at: label)
+        }
+        if owner.containerCleared {
+            model.violation(
+                "the container holds #\(value.session)'s data (call \(value.call)), committed after it ended", at: label
+            )
+        }
+    }
+
+    /// Every request carried its own session's token, never a late refresh's, and none reached the server after
+    /// its session ended unless it was already on its way.
+    private func checkArrivals(at label: String) {
+        let arrivals = world.arrivals(of: id)
+        let state = model.state.withLock { $0 }
+        for arrival in arrivals {
+            let caller = state.calls[arrival.call]?.session
+            guard let token = arrival.token else {
+                model.violation("call \(arrival.call) reached the server without a token", at: label)
+                continue
+            }
+            guard let owner = state.tokenOwner[token] else {
+                model.violation("call \(arrival.call) carried a token the schedule never saw issued", at: label)
+                continue
+            }
+            if owner != caller {
+                model.violation(
+                    "call \(arrival.call) of #\(caller ?? 0) carried #\(owner)'s token", at: label)
+            }
+            if state.lateTokens.contains(token) {
+                model.violation(
+                    "call \(arrival.call) carried a token from a refresh that completed after #\(owner) ended",
+                    at: label)
+            }
+        }
+        for (ordinal, record) in state.sessions {
+            guard let endedAt = record.endedAt else { continue }
+            let late = arrivals.filter { arrival in
+                arrival.arrivedAt > endedAt && arrival.token.flatMap { state.tokenOwner[$0] } == ordinal
+                    && state.calls[arrival.call]?.cancelledByCaller != true
+            }
+            guard !late.isEmpty else { continue }
+            let start = record.endedByStep.flatMap { record.atStepStart[$0] }
+            let inFlight = start?.outstanding ?? record.startedBeforeEnd
+            let parked = start?.parked ?? []
+            var seen: Set<Int> = []
+            for arrival in late {
+                if !inFlight.contains(arrival.call) {
+                    model.violation(
+                        "call \(arrival.call) of #\(ordinal) reached the server after #\(ordinal) ended, "
+                            + "though it was not in flight when it ended", at: label)
+                }
+                if parked.contains(arrival.call) {
+                    model.violation(
+                        "call \(arrival.call) of #\(ordinal) was sent again after #\(ordinal) ended", at: label)
+                }
+                if !seen.insert(arrival.call).inserted {
+                    model.violation(
+                        "call \(arrival.call) of #\(ordinal) reached the server twice after #\(ordinal) ended",
+                        at: label)
+                }
+            }
+            if let step = record.endedByStep, let cancelled = record.cancelled[step], cancelled >= parked.count,
+                late.count > cancelled - parked.count
+            {
+                model.violation(
+                    "\(late.count) requests of #\(ordinal) reached the server after it ended, but end() cancelled "
+                        + "\(cancelled), \(parked.count) of which were already at the server", at: label)
+            }
+        }
+    }
+
+    /// The store and memory agree: a live session's record is its own, with its current refresh token; an ended
+    /// session's record is gone once its sign-out completed; no late refresh result was ever saved.
+    private func checkStore(at label: String) async {
+        for account in accounts {
+            if let session = manager.sessions.first(where: { $0.account == account }),
+                let ordinal = model.ordinal(of: session)
+            {
+                let before = session.tokens?.refreshToken
+                let stored = try? await manager.vault.load(for: account)
+                let after = session.tokens?.refreshToken
+                // A rejected refresh removes the session before it deletes the record: still live means no
+                // deletion was queued ahead of this load.
+                guard manager.sessions.contains(where: { $0 === session }), session.isActive else { continue }
+                guard let stored else {
+                    model.violation("#\(ordinal) is live but the store holds nothing for its account", at: label)
+                    continue
+                }
+                let owner = model.owner(of: stored.refreshToken)
+                if owner != ordinal {
+                    model.violation(
+                        "#\(ordinal) is live but the store holds \(owner.map { "#\($0)" } ?? "unknown")'s refresh "
+                            + "token for its account", at: label)
+                } else if before == after, stored.refreshToken != before {
+                    model.violation("the store and #\(ordinal)'s memory hold different refresh tokens", at: label)
+                }
+            } else {
+                guard let first = try? await manager.vault.load(for: account),
+                    let owner = model.owner(of: first.refreshToken), let record = model.record(owner),
+                    !record.session.isActive
+                else { continue }
+                // Ended before this second load was queued: every write it admitted, and its deletion if one was
+                // due, are ahead of it.
+                let again = try? await manager.vault.load(for: account)
+                if model.owner(of: again?.refreshToken) == owner, model.record(owner)?.signOutInProgress == false {
+                    model.violation("#\(owner) has ended but its credentials are still stored", at: label)
+                }
+            }
+        }
+        let late = model.state.withLock { $0.lateTokens }
+        if store.savedRefreshTokens.contains(where: late.contains) {
+            model.violation("a refresh result that completed after its session ended was stored", at: label)
+        }
+    }
+}
