@@ -47,7 +47,7 @@ import Testing
 
     /// Refreshes with the next generation, and records which users' tokens were presented.
     private final class RecordingEndpoint: TokenEndpoint {
-        let presented = Mutex<[String]>([])
+        let presented = Lock<[String]>([])
 
         func refresh(using refreshToken: String) async throws -> TokenSet {
             let parts = refreshToken.split(separator: "-")
