@@ -11,7 +11,7 @@ import Foundation
 ///   same lock: once `markCancelled()` has returned, the task either started before it (and is returned, to be
 ///   cancelled) or never will.
 final class RequestHandle: Sendable {
-    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+    private let state = Lock<(task: URLSessionTask?, cancelled: Bool, finished: Bool)>((nil, false, false))
 
     /// Starts `task` unless the request was cancelled first; a task that does not start is cancelled instead, so
     /// its completion handler still runs, with `URLError.cancelled`.
@@ -33,8 +33,15 @@ final class RequestHandle: Sendable {
     func markCancelled() -> URLSessionTask? {
         state.withLock { state -> URLSessionTask? in
             state.cancelled = true
-            return state.task
+            // FoundationNetworking traps when a task it has already finished and unregistered is cancelled again
+            // ("a task that is not in the registry"); a finished task has nothing left to cancel anyway.
+            return state.finished ? nil : state.task
         }
+    }
+
+    /// Records that the task's completion handler ran: from then on, cancelling it is a no-op.
+    func markFinished() {
+        state.withLock { $0.finished = true }
     }
 
     /// Cancels the request now; for a cancellation of the calling Swift task.

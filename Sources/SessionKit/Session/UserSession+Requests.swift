@@ -184,6 +184,7 @@ extension UserSession {
                     let id = lifetime.nextTaskID
                     lifetime.nextTaskID &+= 1
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
+                        handle.markFinished()
                         self?.taskFinished()
                         if let error {
                             continuation.resume(throwing: TransportFailure(underlying: error, request: request))
