@@ -102,11 +102,6 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         self.transport = OAuthTransport(requestTimeout: configuration.requestTimeout, clock: configuration.clock)
     }
 
-    deinit {
-        // Nothing can start a request on this client any more, so invalidating cannot race a task creation.
-        transport.invalidate()
-    }
-
     /// The client ID and the token endpoint.
     public var description: String {
         "OAuthClient(client_id: \(configuration.clientID), token endpoint: \(configuration.tokenEndpoint))"

@@ -44,11 +44,6 @@ final class OAuthTransport: Sendable {
         session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }
 
-    /// Cancels what is in flight and releases the session; called when the client goes away.
-    func invalidate() {
-        session.invalidateAndCancel()
-    }
-
     /// Sends `request` and returns the answer, whatever its status.
     ///
     /// - Parameters:
@@ -70,12 +65,22 @@ final class OAuthTransport: Sendable {
         // (RFC 9700 §4.14.2). Token requests are rare, so the extra handshake costs little.
         request.setValue("close", forHTTPHeaderField: "Connection")
         let handle = TaskHandle()
+        // Resumed once: by the completion handler, or for a task that never started (which an invalidation can
+        // still complete).
+        let answered = Lock(false)
+        let claim: @Sendable () -> Bool = {
+            answered.withLock { answered in
+                defer { answered = true }
+                return !answered
+            }
+        }
         let clock = clock
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
             outcome = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     let task = session.dataTask(with: request) { data, response, error in
+                        guard claim() else { return }
                         // Stamped here, before any hop: a token's lifetime starts when its response arrived.
                         let receivedAt = clock.now
                         let receivedAtWall = clock.wallNow
@@ -87,7 +92,7 @@ final class OAuthTransport: Sendable {
                             continuation.resume(throwing: URLError(.badServerResponse))
                         }
                     }
-                    handle.start(task)
+                    if !handle.start(task), claim() { continuation.resume(throwing: CancellationError()) }
                 }
             } onCancel: {
                 handle.cancel()
@@ -160,14 +165,18 @@ private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable 
 private final class TaskHandle: Sendable {
     private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
 
-    func start(_ task: URLSessionTask) {
-        let cancelled = state.withLock { state -> Bool in
+    /// Starts `task` unless the exchange was cancelled first.
+    ///
+    /// - Returns: `false` when it was cancelled first: the task is never resumed, so its completion handler never
+    ///   runs and the caller must resume its continuation itself. FoundationNetworking traps when a task is
+    ///   cancelled before it has been registered, which a cancel right after `resume()` can hit.
+    func start(_ task: URLSessionTask) -> Bool {
+        state.withLock { state -> Bool in
             state.task = task
-            return state.cancelled
+            guard !state.cancelled else { return false }
+            task.resume()
+            return true
         }
-        // Resumed even when already cancelled, so its completion handler runs and the caller is resumed.
-        task.resume()
-        if cancelled { task.cancel() }
     }
 
     func cancel() {

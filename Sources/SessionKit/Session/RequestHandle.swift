@@ -12,19 +12,34 @@ import Foundation
 ///   cancelled) or never will.
 final class RequestHandle: Sendable {
     private let state = Lock<(task: URLSessionTask?, cancelled: Bool, finished: Bool)>((nil, false, false))
+    private let answered = Lock(false)
 
-    /// Starts `task` unless the request was cancelled first; a task that does not start is cancelled instead, so
-    /// its completion handler still runs, with `URLError.cancelled`.
+    /// Claims the one right to resume the request's continuation: the completion handler and the path for a task
+    /// that never started can both reach it (invalidating the session completes even a task never resumed).
+    ///
+    /// - Returns: `true` for the first caller only.
+    func claimAnswer() -> Bool {
+        answered.withLock { answered in
+            defer { answered = true }
+            return !answered
+        }
+    }
+
+    /// Starts `task` unless the request was cancelled first; a task that does not start is left alone, never
+    /// cancelled, so its completion handler never runs and the caller must answer for it.
     ///
     /// - Parameter task: The request's task, created suspended.
-    func start(_ task: URLSessionTask) {
-        let started = state.withLock { state -> Bool in
+    /// - Returns: Whether the task was started.
+    @discardableResult
+    func start(_ task: URLSessionTask) -> Bool {
+        // A request cancelled first is never resumed and never cancelled: FoundationNetworking traps when a task
+        // that was never registered is cancelled. Its completion handler then never runs; the caller resumes.
+        state.withLock { state -> Bool in
             state.task = task
             guard !state.cancelled else { return false }
             task.resume()
             return true
         }
-        if !started { task.cancel() }
     }
 
     /// Marks the request cancelled.

@@ -185,6 +185,7 @@ extension UserSession {
                     lifetime.nextTaskID &+= 1
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
                         handle.markFinished()
+                        guard handle.claimAnswer() else { return }
                         self?.taskFinished()
                         if let error {
                             continuation.resume(throwing: TransportFailure(underlying: error, request: request))
@@ -208,8 +209,15 @@ extension UserSession {
                 // stalls every other request's start and completion. Until it has started, `end()` can find the
                 // request among the unstarted ones, and the handle's own lock orders the two: a request that
                 // `end()` reaches first never starts.
-                handle.start(created.task)
-                lifetime.withLock { _ = $0.unstarted.removeValue(forKey: created.id) }
+                let started = handle.start(created.task)
+                lifetime.withLock { lifetime in
+                    _ = lifetime.unstarted.removeValue(forKey: created.id)
+                    // Never started: counted out here unless its completion handler (run by an invalidation) did.
+                    if !started, lifetime.isActive { lifetime.requestsInFlight -= 1 }
+                }
+                if !started, handle.claimAnswer() {
+                    continuation.resume(throwing: TransportFailure(underlying: URLError(.cancelled)))
+                }
             }
         } onCancel: {
             handle.cancel()
