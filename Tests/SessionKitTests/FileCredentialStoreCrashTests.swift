@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SessionKit
+import SessionKitTesting
 import Testing
 
 #if canImport(Glibc)

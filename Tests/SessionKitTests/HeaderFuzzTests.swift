@@ -1,5 +1,6 @@
 import Foundation
 import SessionKit
+import SessionKitTesting
 import Testing
 
 #if canImport(FoundationNetworking)

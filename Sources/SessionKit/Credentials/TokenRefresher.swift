@@ -85,7 +85,6 @@ actor TokenRefresher {
     /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
     private nonisolated let current = Lock<Flight?>(nil)
     private nonisolated let ended = Atomic<Bool>(false)
-    private nonisolated let tokenRequestCount = Counter()
     private var history: [ContinuousClock.Instant] = []
 
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
@@ -95,9 +94,6 @@ actor TokenRefresher {
         let fraction = Double.random(in: 0..<1)
         self.jitterOffset = policy.jitter * fraction
     }
-
-    /// How many token requests this refresher has sent.
-    nonisolated var tokenRequests: Int { tokenRequestCount.value }
 
     /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called by `UserSession.end()`.
     nonisolated func sessionEnded(
@@ -172,13 +168,12 @@ actor TokenRefresher {
         session.report(.refreshStarted)
 
         let result = Broadcast<String>()
-        let task = Task { [endpoint, policy, clock, tokenRequestCount] in
+        let task = Task { [endpoint, policy, clock] in
             let outcome = await Self.run(
                 endpoint: endpoint,
                 refreshToken: refreshToken,
                 policy: policy,
                 clock: clock,
-                counter: tokenRequestCount,
                 session: session
             )
             // Reported before the waiters resume, so the owner has reacted (ending the session, purging its
@@ -213,7 +208,6 @@ actor TokenRefresher {
         refreshToken: String,
         policy: RefreshPolicy,
         clock: any SessionClock,
-        counter: Counter,
         session: UserSession
     ) async -> Result<String, any Error> {
         var attempt = 1
@@ -222,7 +216,6 @@ actor TokenRefresher {
                 return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
             }
             do {
-                counter.increment()
                 let tokens = try await endpoint.refresh(using: refreshToken)
                 // Commit in one step that first checks the session is still active; then wait for the store
                 // write, so no waiter resumes before the rotated refresh token is durable.

@@ -80,7 +80,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var unstarted: [Int: RequestHandle] = [:]
         var nextTaskID = 0
         var endHandlers: [@Sendable () -> Void] = []
-        var refreshes = 0
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
@@ -254,7 +253,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             // RFC 6749 §6: a response without a refresh token keeps the old one.
             if merged.refreshToken == nil { merged.refreshToken = lifetime.tokens?.refreshToken }
             lifetime.tokens = merged
-            lifetime.refreshes += 1
             // Enqueued under the lifetime lock: a purge enqueued after `end()` runs behind this write.
             return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record(for: merged)))
         }

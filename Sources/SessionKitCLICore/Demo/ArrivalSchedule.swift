@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitTesting
 
 /// When requests start and when the user logs out, in `logout-in-flight`: Poisson arrivals at rate λ, each
 /// served in W, and a logout at a random moment, all drawn from a seed.

@@ -1,3 +1,5 @@
+import SessionKitTesting
+
 /// One step of a randomized schedule: what to do, and numbers that choose its target when it runs.
 ///
 /// Targets are chosen at run time among the candidates that exist then (the live sessions, the held gates, the

@@ -1,10 +1,10 @@
-/// A deterministic random number generator (SplitMix64): the same `--seed` gives the same arrivals and logout.
-struct SeededGenerator: RandomNumberGenerator {
+/// A deterministic random number generator (SplitMix64), so a failing randomized test reproduces from its seed.
+package struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var mixed = state
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
