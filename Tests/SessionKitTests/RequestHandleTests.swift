@@ -13,14 +13,20 @@ import Testing
     @Test func aRequestCancelledBeforeItStartsNeverStarts() async throws {
         try await LocalServer.withRunning { server async throws in
             let urlSession = URLSession(configuration: .ephemeral)
-            defer { urlSession.invalidateAndCancel() }
             let handle = RequestHandle()
-            let task = urlSession.dataTask(with: server.url("/never")) { _, _, _ in
-                Issue.record("a task that never started has no completion to report")
+            let (outcomes, outcome) = AsyncStream.makeStream(of: URLError.Code?.self)
+            let task = urlSession.dataTask(with: server.url("/never")) { _, _, error in
+                outcome.yield((error as? URLError)?.code)
+                outcome.finish()
             }
             #expect(handle.markCancelled() == nil)
-            #expect(!handle.start(task), "cancelled first: never started, and never cancelled either")
+            #expect(!handle.start(task), "cancelled first: never started")
             #expect(task.state == .suspended)
+            // The caller then cancels the task that never started, so that its session can be invalidated.
+            urlSession.cancelWithoutRacingCompletion([task], thenInvalidate: true)
+            var codes: [URLError.Code?] = []
+            for await code in outcomes { codes.append(code) }
+            #expect(codes == [.cancelled])
             #expect(server.requests.isEmpty)
         }
     }
@@ -33,18 +39,18 @@ import Testing
                 return .json("{}")
             }
             let urlSession = URLSession(configuration: .ephemeral)
-            defer { urlSession.invalidateAndCancel() }
+            defer { urlSession.cancelWithoutRacingCompletion([], thenInvalidate: true) }
             let handle = RequestHandle()
             let (outcomes, outcome) = AsyncStream.makeStream(of: URLError.Code?.self)
             let task = urlSession.dataTask(with: server.url("/held")) { _, _, error in
                 outcome.yield((error as? URLError)?.code)
                 outcome.finish()
             }
-            handle.start(task)
+            #expect(handle.start(task))
             await gate.waitForArrivals(1)
             let started = try #require(handle.markCancelled())
             #expect(started === task)
-            started.cancel()
+            urlSession.cancelWithoutRacingCompletion([started])
             var codes: [URLError.Code?] = []
             for await code in outcomes { codes.append(code) }
             #expect(codes == [.cancelled])

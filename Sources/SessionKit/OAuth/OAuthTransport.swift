@@ -64,23 +64,15 @@ final class OAuthTransport: Sendable {
         // the server may already have rotated, which its reuse detection answers by revoking the whole grant
         // (RFC 9700 §4.14.2). Token requests are rare, so the extra handshake costs little.
         request.setValue("close", forHTTPHeaderField: "Connection")
-        let handle = TaskHandle()
-        // Resumed once: by the completion handler, or for a task that never started (which an invalidation can
-        // still complete).
-        let answered = Lock(false)
-        let claim: @Sendable () -> Bool = {
-            answered.withLock { answered in
-                defer { answered = true }
-                return !answered
-            }
-        }
+        let handle = RequestHandle()
         let clock = clock
+        let session = session
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
             outcome = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     let task = session.dataTask(with: request) { data, response, error in
-                        guard claim() else { return }
+                        guard handle.claimAnswer() else { return }
                         // Stamped here, before any hop: a token's lifetime starts when its response arrived.
                         let receivedAt = clock.now
                         let receivedAtWall = clock.wallNow
@@ -92,10 +84,14 @@ final class OAuthTransport: Sendable {
                             continuation.resume(throwing: URLError(.badServerResponse))
                         }
                     }
-                    if !handle.start(task), claim() { continuation.resume(throwing: CancellationError()) }
+                    guard handle.start(task) else {
+                        if handle.claimAnswer() { continuation.resume(throwing: CancellationError()) }
+                        session.cancelWithoutRacingCompletion([task])
+                        return
+                    }
                 }
             } onCancel: {
-                handle.cancel()
+                handle.cancel(in: session)
             }
         } catch {
             throw Self.map(error, endpoint: endpoint)
@@ -158,32 +154,5 @@ private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable 
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         completionHandler(nil)
-    }
-}
-
-/// The URLSession task of one exchange, so that a Swift task cancellation reaches it even if it comes first.
-private final class TaskHandle: Sendable {
-    private let state = Lock<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
-
-    /// Starts `task` unless the exchange was cancelled first.
-    ///
-    /// - Returns: `false` when it was cancelled first: the task is never resumed, so its completion handler never
-    ///   runs and the caller must resume its continuation itself. FoundationNetworking traps when a task is
-    ///   cancelled before it has been registered, which a cancel right after `resume()` can hit.
-    func start(_ task: URLSessionTask) -> Bool {
-        state.withLock { state -> Bool in
-            state.task = task
-            guard !state.cancelled else { return false }
-            task.resume()
-            return true
-        }
-    }
-
-    func cancel() {
-        let task = state.withLock { state -> URLSessionTask? in
-            state.cancelled = true
-            return state.task
-        }
-        task?.cancel()
     }
 }

@@ -4,18 +4,19 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The URLSession task of one request, and whether the request was cancelled (its caller's task was cancelled,
-/// or its session ended), so that a cancellation that comes first keeps the task from ever starting.
+/// The URLSession task of one request, whether it started, and whether the request was cancelled (its caller's
+/// task was cancelled, or its session ended), so that a cancellation that comes first keeps the task from ever
+/// starting.
 ///
 /// - Important: ``start(_:)`` resumes the task under this request's own lock, and ``markCancelled()`` takes the
 ///   same lock: once `markCancelled()` has returned, the task either started before it (and is returned, to be
-///   cancelled) or never will.
+///   cancelled) or never will (and whoever called `start(_:)` cancels it).
 final class RequestHandle: Sendable {
-    private let state = Lock<(task: URLSessionTask?, cancelled: Bool, finished: Bool)>((nil, false, false))
+    private let state = Lock<(task: URLSessionTask?, started: Bool, cancelled: Bool)>((nil, false, false))
     private let answered = Lock(false)
 
     /// Claims the one right to resume the request's continuation: the completion handler and the path for a task
-    /// that never started can both reach it (invalidating the session completes even a task never resumed).
+    /// that never started can both reach it (cancelling a task that never started still runs its handler).
     ///
     /// - Returns: `true` for the first caller only.
     func claimAnswer() -> Bool {
@@ -25,19 +26,17 @@ final class RequestHandle: Sendable {
         }
     }
 
-    /// Starts `task` unless the request was cancelled first; a task that does not start is left alone, never
-    /// cancelled, so its completion handler never runs and the caller must answer for it.
+    /// Starts `task` unless the request was cancelled first.
     ///
     /// - Parameter task: The request's task, created suspended.
-    /// - Returns: Whether the task was started.
-    @discardableResult
+    /// - Returns: Whether the task was started. When it was not, the caller answers the request itself and
+    ///   cancels the task, so that its session does not keep it registered.
     func start(_ task: URLSessionTask) -> Bool {
-        // A request cancelled first is never resumed and never cancelled: FoundationNetworking traps when a task
-        // that was never registered is cancelled. Its completion handler then never runs; the caller resumes.
         state.withLock { state -> Bool in
             state.task = task
             guard !state.cancelled else { return false }
             task.resume()
+            state.started = true
             return true
         }
     }
@@ -48,19 +47,15 @@ final class RequestHandle: Sendable {
     func markCancelled() -> URLSessionTask? {
         state.withLock { state -> URLSessionTask? in
             state.cancelled = true
-            // FoundationNetworking traps when a task it has already finished and unregistered is cancelled again
-            // ("a task that is not in the registry"); a finished task has nothing left to cancel anyway.
-            return state.finished ? nil : state.task
+            return state.started ? state.task : nil
         }
     }
 
-    /// Records that the task's completion handler ran: from then on, cancelling it is a no-op.
-    func markFinished() {
-        state.withLock { $0.finished = true }
-    }
-
-    /// Cancels the request now; for a cancellation of the calling Swift task.
-    func cancel() {
-        markCancelled()?.cancel()
+    /// Cancels the request now, for a cancellation of the calling Swift task.
+    ///
+    /// - Parameter session: The session that created the task.
+    func cancel(in session: URLSession) {
+        guard let task = markCancelled() else { return }
+        session.cancelWithoutRacingCompletion([task])
     }
 }

@@ -184,9 +184,8 @@ extension UserSession {
                     let id = lifetime.nextTaskID
                     lifetime.nextTaskID &+= 1
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
-                        handle.markFinished()
                         guard handle.claimAnswer() else { return }
-                        self?.taskFinished()
+                        self?.requestFinished(id)
                         if let error {
                             continuation.resume(throwing: TransportFailure(underlying: error, request: request))
                         } else if let response {
@@ -196,8 +195,7 @@ extension UserSession {
                                 throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
                         }
                     }
-                    lifetime.requestsInFlight += 1
-                    lifetime.unstarted[id] = handle
+                    lifetime.requests[id] = handle
                     return (task, id)
                 }
                 guard let created else {
@@ -206,21 +204,20 @@ extension UserSession {
                 }
                 // Started after the lifetime lock is released: `resume()` waits for the URLSession's serial work
                 // queue, which every transfer of this session keeps busy, and holding the lifetime lock meanwhile
-                // stalls every other request's start and completion. Until it has started, `end()` can find the
-                // request among the unstarted ones, and the handle's own lock orders the two: a request that
-                // `end()` reaches first never starts.
-                let started = handle.start(created.task)
-                lifetime.withLock { lifetime in
-                    _ = lifetime.unstarted.removeValue(forKey: created.id)
-                    // Never started: counted out here unless its completion handler (run by an invalidation) did.
-                    if !started, lifetime.isActive { lifetime.requestsInFlight -= 1 }
-                }
-                if !started, handle.claimAnswer() {
-                    continuation.resume(throwing: TransportFailure(underlying: URLError(.cancelled)))
+                // stalls every other request's start and completion. The handle's own lock orders the start against
+                // a cancellation (by `end()` or by the caller): a request cancelled first never starts.
+                guard handle.start(created.task) else {
+                    requestFinished(created.id)
+                    if handle.claimAnswer() {
+                        continuation.resume(throwing: TransportFailure(underlying: URLError(.cancelled)))
+                    }
+                    // Cancelled, so that the session does not keep the task registered (and can be invalidated).
+                    urlSession.cancelWithoutRacingCompletion([created.task])
+                    return
                 }
             }
         } onCancel: {
-            handle.cancel()
+            handle.cancel(in: urlSession)
         }
         guard let http = response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
@@ -228,11 +225,10 @@ extension UserSession {
         return (data, http)
     }
 
-    private func taskFinished() {
-        lifetime.withLock { lifetime in
-            // After `end()` the count is 0 and stays 0: its requests were all counted as cancelled.
-            if lifetime.isActive { lifetime.requestsInFlight -= 1 }
-        }
+    /// Forgets a request whose answer has been claimed. After `end()` there is nothing left to forget: `end()`
+    /// took every request.
+    private func requestFinished(_ id: Int) {
+        lifetime.withLock { _ = $0.requests.removeValue(forKey: id) }
     }
 }
 

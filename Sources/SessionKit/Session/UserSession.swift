@@ -74,10 +74,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     struct Lifetime {
         var isActive = true
         var tokens: TokenSet?
-        /// Requests whose task exists and has not finished.
-        var requestsInFlight = 0
-        /// Requests whose task exists and is being started: the only ones `end()` has to stop by hand.
-        var unstarted: [Int: RequestHandle] = [:]
+        /// Requests whose task exists and whose completion handler has not run: what `end()` cancels.
+        var requests: [Int: RequestHandle] = [:]
         var nextTaskID = 0
         var endHandlers: [@Sendable () -> Void] = []
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
@@ -166,7 +164,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
 
     /// The number of requests in flight.
-    public var requestsInFlight: Int { lifetime.withLock { $0.requestsInFlight } }
+    public var requestsInFlight: Int { lifetime.withLock { $0.requests.count } }
 
     /// The account and the session's identity.
     public var description: String { "UserSession(\(id), \(account))" }
@@ -200,42 +198,34 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
     func end(refreshError: SessionError?) -> Int {
-        typealias Ended = (
-            inFlight: Int, unstarted: [RequestHandle], handlers: [@Sendable () -> Void], handoff: URLSession?
-        )
+        typealias Ended = (requests: [RequestHandle], handlers: [@Sendable () -> Void], handoff: URLSession?)
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             lifetime.isActive = false
             lifetime.tokens = nil
-            let inFlight = lifetime.requestsInFlight
-            lifetime.requestsInFlight = 0
-            let unstarted = Array(lifetime.unstarted.values)
-            lifetime.unstarted.removeAll()
+            let requests = Array(lifetime.requests.values)
+            lifetime.requests.removeAll()
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (inFlight, unstarted, handlers, lifetime.handoffSession)
+            return (requests, handlers, lifetime.handoffSession)
         }
         guard let ended else { return 0 }
-        // Nothing can create a task any more (the flag is down). A request whose task is being started right now
-        // is marked cancelled, so it never starts (or, if its start is under way, this waits for it and the task
-        // is then cancelled with the others): after this loop no request of this session can start.
-        for request in ended.unstarted { _ = request.markCancelled() }
+        // Nothing can create a task any more (the flag is down). Each request is marked cancelled: one whose task
+        // has not started never will (whoever was starting it cancels it), and one whose start is under way is
+        // waited for and cancelled with the others. After this loop no request of this session can start.
+        let started = ended.requests.compactMap { $0.markCancelled() }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
-        // before it: with 1,000 requests in flight that is about a second on Linux. `invalidateAndCancel()`
-        // cancels every task, so it runs in the background and ending a session takes the same few microseconds
-        // whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)` checks
-        // `isActive` after every answer.
-        let urlSession = urlSession
-        DispatchQueue.global(qos: .userInitiated).async {
-            urlSession.invalidateAndCancel()
-        }
+        // before it: with 1,000 requests in flight that is about a second on Linux. It runs on the session's
+        // delegate queue, so ending a session takes the same few microseconds whatever is in flight. A response
+        // that still arrives meanwhile is dropped: `data(for:)` checks `isActive` after every answer.
+        urlSession.cancelWithoutRacingCompletion(started, thenInvalidate: true)
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
-        return ended.inFlight
+        return ended.requests.count
     }
 
     // MARK: - Token commit

@@ -1,0 +1,42 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSession {
+    /// Cancels `tasks` so that no cancellation can race a completion handler, then, if asked, invalidates the
+    /// session once they have all finished.
+    ///
+    /// FoundationNetworking's `URLSessionTask.cancel()` works in two hops on the task's work queue: the first
+    /// checks that the task is still running and marks it cancelling, the second reports the failure, which
+    /// looks the task up in the session's registry. A completion handler that runs on the delegate queue between
+    /// the two hops unregisters the task, and the second hop then stops the process ("Trying to access a
+    /// behaviour for a task that in not in the registry"). `invalidateAndCancel()` cancels the same way.
+    ///
+    /// Here every cancellation runs in an operation on the session's serial delegate queue, where completion
+    /// handlers run, and that operation waits until the task's work queue has taken both hops (reading `priority`
+    /// waits for that queue: the first read for the first hop, which queues the second behind it, and the second
+    /// read for the second hop). No completion handler can run meanwhile, so one either ran entirely before (the
+    /// task was already completed, and the cancellation did nothing) or runs after the failure was reported, and
+    /// the task leaves the registry only then. Apple's URLSession does not need this; it costs one operation and
+    /// two queue round trips per task there too, and keeps the code the same on every platform.
+    ///
+    /// - Parameters:
+    ///   - tasks: The tasks to cancel; a task that already finished is left as it is.
+    ///   - invalidate: Whether to invalidate the session afterwards. The session must already refuse new tasks
+    ///     (its owner checks that before creating one); the cancelled tasks finish first.
+    /// - Precondition: The session's delegate queue is serial (the default when none is given).
+    func cancelWithoutRacingCompletion(_ tasks: [URLSessionTask], thenInvalidate invalidate: Bool = false) {
+        guard !tasks.isEmpty || invalidate else { return }
+        precondition(delegateQueue.maxConcurrentOperationCount == 1, "the delegate queue must be serial")
+        delegateQueue.addOperation { [self] in
+            for task in tasks { task.cancel() }
+            // Each read waits until the task's work queue has run everything queued before it: the first pass the
+            // first hop of each cancellation, the second pass the second hop, which the first hop queued.
+            for task in tasks { _ = task.priority }
+            for task in tasks { _ = task.priority }
+            if invalidate { finishTasksAndInvalidate() }
+        }
+    }
+}

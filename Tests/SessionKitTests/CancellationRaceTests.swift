@@ -1,0 +1,74 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Testing
+
+/// Cancellations that land while answers arrive: a session ended, and callers cancelled, at seeded points while
+/// its requests complete. FoundationNetworking stops the process when a task is cancelled while its completion
+/// runs (the task leaves the session's registry between the two steps of the cancellation); this drives that
+/// window as often as it can. `SESSIONKIT_CANCEL_RACES` sets the number of rounds.
+@Suite struct CancellationRaceTests {
+    @Test func endingAndCancellingWhileAnswersArriveNeverStopsTheProcess() async throws {
+        let rounds = ProcessInfo.processInfo.environment["SESSIONKIT_CANCEL_RACES"].flatMap { Int($0) } ?? 150
+        var generator = SeededGenerator(seed: UInt64.random(in: 0...(1 << 48)))
+        try await LocalServer.withRunning { server async throws in
+            server.route("/fast", emptyJSONHandler)
+            server.route("/denied") { _ in
+                LocalServer.Response(status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)])
+            }
+            var answered = 0
+            var ended = 0
+            var cancelled = 0
+            for _ in 0..<rounds {
+                let session = UserSession(account: alice, tokens: tokens("alice"))
+                let endAfter = Int.random(in: 0..<40, using: &generator)
+                let cancelAfter = Int.random(in: 0..<40, using: &generator)
+                let outcomes = await withTaskGroup(of: Outcome.self) { group -> [Outcome] in
+                    for index in 0..<24 {
+                        let path = index % 3 == 0 ? "/denied" : "/fast"
+                        group.addTask {
+                            do {
+                                _ = try await session.data(for: get(server, path))
+                                return .answered
+                            } catch let error as SessionError where error.code == .sessionEnded {
+                                return .ended
+                            } catch is CancellationError {
+                                return .cancelled
+                            } catch let error as SessionError where error.code == .accessExpired {
+                                return .answered
+                            } catch {
+                                return .other("\(error)")
+                            }
+                        }
+                    }
+                    var outcomes: [Outcome] = []
+                    var step = 0
+                    while let outcome = await group.next() {
+                        outcomes.append(outcome)
+                        step += 1
+                        if step == endAfter % 24 { session.end() }
+                        if step == cancelAfter % 24 { group.cancelAll() }
+                    }
+                    return outcomes
+                }
+                session.end()
+                #expect(outcomes.count == 24)
+                for outcome in outcomes {
+                    switch outcome {
+                    case .answered: answered += 1
+                    case .ended: ended += 1
+                    case .cancelled: cancelled += 1
+                    case .other(let description): Issue.record("an untyped failure: \(description)")
+                    }
+                }
+            }
+            // Every kind of ending was reached, so the races were run, not skipped.
+            #expect(answered > 0 && ended > 0 && cancelled > 0, "\(answered) \(ended) \(cancelled)")
+        }
+    }
+
+    private enum Outcome: Sendable {
+        case answered, ended, cancelled
+        case other(String)
+    }
+}
