@@ -556,9 +556,11 @@ final class ScheduleRun: Sendable {
                     !record.session.isActive
                 else { continue }
                 // Ended before this second load was queued: every write it admitted, and its deletion if one was
-                // due, are ahead of it.
+                // due, are ahead of it. Whether a sign-out is still running is read before the load is queued: one
+                // that completes while the load waits enqueued its deletion behind it.
+                let signOutDone = model.record(owner)?.signOutInProgress == false
                 let again = try? await manager.vault.load(for: account)
-                if model.owner(of: again?.refreshToken) == owner, model.record(owner)?.signOutInProgress == false {
+                if model.owner(of: again?.refreshToken) == owner, signOutDone {
                     model.violation("#\(owner) has ended but its credentials are still stored", at: label)
                 }
             }
