@@ -168,7 +168,8 @@ import Testing
             #expect(attempts.value == 1)
             fixture.clock.advance(by: .seconds(6))
             #expect(attempts.value == 1, "retried before Retry-After had passed")
-            fixture.clock.advance(by: .seconds(1))
+            // The retry lands somewhere in the 7 s after Retry-After (spread, so a fleet does not return at once).
+            fixture.clock.advance(by: .seconds(8))
             let (_, response) = try await request.value
 
             #expect(response.statusCode == 200)
@@ -228,7 +229,8 @@ import Testing
             await eventually { fixture.clock.sleepers > 1 }  // the refresh waits out Retry-After (and its callers)
             #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
             await fixture.expectCredentialsKept()
-            fixture.clock.advance(by: .seconds(3))
+            // Retry-After: 3, and the retry spread over the 3 s after it.
+            fixture.clock.advance(by: .seconds(6))
             let (body, _) = try await request.value
 
             #expect(String(decoding: body, as: UTF8.self) == #"{"user":"alice"}"#)

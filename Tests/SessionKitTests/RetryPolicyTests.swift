@@ -1,4 +1,5 @@
 import SessionKit
+import SessionKitTesting
 import Testing
 
 @Suite struct RetryPolicyTests {
@@ -20,10 +21,41 @@ import Testing
 
     @Test func retryAfterIsAFloorAndMaximumDelayACap() {
         let policy = RetryPolicy(baseDelay: .milliseconds(100), maximumDelay: .seconds(2))
-        #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0.5) == .seconds(1))
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0) == .seconds(1))
         #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(30), random: 0.5) == .seconds(2))
         #expect(policy.delay(beforeAttempt: 40, random: 1) == .seconds(2))
         let steady = RetryPolicy(baseDelay: .milliseconds(100), maximumDelay: .seconds(2), usesJitter: false)
         #expect(steady.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0) == .seconds(1))
+        #expect(steady.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0.9) == .seconds(1))
+    }
+
+    /// Clients told the same `Retry-After` must not all come back at that instant: the waits are spread over
+    /// the interval after it, never before it.
+    @Test func waitsAfterRetryAfterAreSpreadNotSynchronized() {
+        let policy = RetryPolicy(baseDelay: .milliseconds(100), maximumDelay: .seconds(10))
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0.5) == .milliseconds(1500))
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0.999) < .seconds(2))
+        // A backoff ceiling longer than Retry-After widens the spread.
+        let slow = RetryPolicy(baseDelay: .seconds(4), maximumDelay: .seconds(10))
+        #expect(slow.delay(beforeAttempt: 2, retryAfter: .seconds(1), random: 0.5) == .seconds(3))
+        // 1,000 clients: every wait at or after Retry-After, and no 100 ms slice holds more than a few times
+        // its share.
+        var generator = SeededGenerator(seed: 42)
+        var buckets = [Int](repeating: 0, count: 10)
+        for _ in 0..<1000 {
+            let wait = policy.delay(
+                beforeAttempt: 2, retryAfter: .seconds(1), random: Double.random(in: 0..<1, using: &generator))
+            #expect(wait >= .seconds(1) && wait < .seconds(2))
+            let slice = Int((wait - .seconds(1)) / .milliseconds(100))
+            buckets[min(max(slice, 0), 9)] += 1
+        }
+        #expect(buckets.allSatisfy { $0 > 0 }, "\(buckets)")
+        #expect(buckets.max()! < 300, "\(buckets)")
+    }
+
+    @Test func aZeroOrAbsentRetryAfterKeepsFullJitter() {
+        let policy = RetryPolicy(baseDelay: .milliseconds(100))
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: .zero, random: 0.5) == .milliseconds(50))
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: nil, random: 0) == .zero)
     }
 }

@@ -155,7 +155,8 @@ final class RotatingResource: Sendable {
         await eventually { clock.sleepers == 2 && endpoint.count == 1 }
         clock.advance(by: .milliseconds(1999))
         #expect(endpoint.count == 1, "Retry-After is honoured: nothing is sent before 2 s")
-        clock.advance(by: .milliseconds(1))
+        // The retry is spread over the 2 s after Retry-After.
+        clock.advance(by: .milliseconds(2001))
         await eventually { clock.sleepers == 2 && endpoint.count == 2 }
         clock.advance(by: .seconds(10))
         try await refresh.value

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// Replay is allowed only for methods RFC 9110 §9.2.2 defines as idempotent (GET, HEAD, OPTIONS, PUT,
 /// DELETE, TRACE) or for a request that carries an `Idempotency-Key` header. Waits use exponential backoff with
-/// full jitter, and a server's `Retry-After` is honoured when it asks for longer.
+/// full jitter; a server's `Retry-After` is a floor,
+/// and waits after it are spread so that clients told the same `Retry-After` do not return in the same instant.
 public struct RetryPolicy: Sendable {
     /// How many times a request may be sent in all, the first attempt included.
     public var maximumAttempts: Int
@@ -58,18 +59,26 @@ public struct RetryPolicy: Sendable {
         return request.value(forHTTPHeaderField: "Idempotency-Key") != nil
     }
 
-    /// The wait before attempt `attempt` (2 for the first retry), full jitter, at least `retryAfter` if given.
+    /// The wait before attempt `attempt` (2 for the first retry): full jitter below the backoff ceiling, or, when
+    /// the server gave a `Retry-After`, never earlier than it asked and spread over the interval after it.
+    ///
+    /// Waiting exactly `Retry-After` would send every client that failed together back together: a fleet told
+    /// "retry in 1 s" by a struggling server would hit it in the same instant again. So with `Retry-After` the
+    /// wait is drawn in `retryAfter ..< retryAfter + spread`, where the spread is the longer of the backoff
+    /// ceiling and `retryAfter` itself (the next attempts land across one more such interval).
     ///
     /// - Parameters:
     ///   - attempt: The number of the attempt about to be made, from 2.
     ///   - retryAfter: The server's requested wait, if any.
-    ///   - random: A number in `0 ..< 1`, injected so tests are deterministic; ignored (taken as 1, the whole
-    ///     ceiling) when ``usesJitter`` is off.
+    ///   - random: A number in `0 ..< 1`, injected so tests are deterministic; ignored when ``usesJitter`` is off,
+    ///     when every wait is the whole ceiling, or exactly `Retry-After` when that is longer.
     /// - Returns: The wait, never longer than ``maximumDelay``.
     public func delay(beforeAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
         let exponent = min(max(attempt - 2, 0), 30)
         let ceiling = min(baseDelay * (1 << exponent), maximumDelay)
-        let jittered = usesJitter ? ceiling * min(max(random, 0), 1) : ceiling
-        return min(max(jittered, retryAfter ?? .zero), maximumDelay)
+        let fraction = min(max(random, 0), 1)
+        guard usesJitter else { return min(max(ceiling, retryAfter ?? .zero), maximumDelay) }
+        guard let retryAfter, retryAfter > .zero else { return ceiling * fraction }
+        return min(retryAfter + max(ceiling, retryAfter) * fraction, maximumDelay)
     }
 }
