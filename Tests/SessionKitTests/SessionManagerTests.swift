@@ -183,6 +183,53 @@ func temporaryDirectory() throws -> URL {
         #expect(try FileManager.default.contentsOfDirectory(atPath: journal.path).isEmpty)
     }
 
+    /// A Keychain item guarded by user presence throws `userCancelled` from `load` when the user dismisses the
+    /// prompt; a locked keyring throws `storeUnavailable`. Neither means "no credentials".
+    @Test(arguments: [SessionError.Code.userCancelled, .storeUnavailable])
+    func restoreThatCannotReadTheStoreFailsAndKeepsEverything(_ code: SessionError.Code) async throws {
+        let store = RefusingStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        store.refusal.withLock { $0 = SessionError(code, "refused") }
+        let endpoint = rotatingEndpoint()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let state = await manager.restore()
+        guard case .failed(let error) = state else {
+            Issue.record("expected failed, got \(state)")
+            return
+        }
+        #expect(error.code == code)
+        #expect(manager.current == nil)
+        #expect(endpoint.count == 0)
+        // Nothing was deleted; once the store can be read, restoring again signs the account back in.
+        store.refusal.withLock { $0 = nil }
+        #expect(await manager.restore() == .active(alice, offline: false))
+        #expect(manager.current?.tokens?.accessToken == "token-alice-1")
+    }
+
+    @Test func restoreThatCannotListTheStoreFailsWithoutSigningOut() async throws {
+        let store = RefusingStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        store.refusal.withLock { $0 = SessionError(.storeUnavailable, "locked") }
+        store.refusesListing.withLock { $0 = true }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        #expect(await manager.restore() == .failed(SessionError(.storeUnavailable, "locked")))
+        store.refusal.withLock { $0 = nil }
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice")
+    }
+
+    @Test func restoreKeepsTheAccountsItCanReadWhenAnotherCannotBeRead() async throws {
+        let store = RefusingStore()
+        try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
+        try await store.save(CredentialRecord(account: bob, refreshToken: "refresh-bob"))
+        store.refusedAccount.withLock { $0 = alice }
+        store.refusal.withLock { $0 = SessionError(.userCancelled, "dismissed") }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        #expect(await manager.restore() == .active(bob, offline: false))
+        #expect(manager.sessions.map(\.account) == [bob])
+        store.refusal.withLock { $0 = nil }
+        #expect(try await store.load(for: alice) != nil, "the unreadable account was not purged")
+    }
+
     @Test func cancelledPresencePromptLeavesTheStateAsItWas() async throws {
         let store: any CredentialStore = InMemoryCredentialStore()
         let asked = Counter()
@@ -410,5 +457,30 @@ func temporaryDirectory() throws -> URL {
         #expect(await iterator.next() == .active(alice, offline: false))
         await manager.signOut(options: .localOnly)
         #expect(await iterator.next() == .signedOut)
+    }
+}
+
+/// An in-memory store that refuses to read when told to: all records, or one account's.
+final class RefusingStore: CredentialStore {
+    private let inner = InMemoryCredentialStore()
+    let refusal = Lock<SessionError?>(nil)
+    let refusedAccount = Lock<Account?>(nil)
+    let refusesListing = Lock(false)
+
+    func save(_ record: CredentialRecord) async throws { await inner.save(record) }
+
+    func load(for account: Account) async throws -> CredentialRecord? {
+        if let refusal = refusal.withLock({ $0 }), refusedAccount.withLock({ $0 == nil || $0 == account }) {
+            throw refusal
+        }
+        return await inner.load(for: account)
+    }
+
+    func delete(for account: Account) async throws { await inner.delete(for: account) }
+    func deleteAll() async throws { await inner.deleteAll() }
+
+    func accounts() async throws -> [Account] {
+        if refusesListing.withLock({ $0 }), let refusal = refusal.withLock({ $0 }) { throw refusal }
+        return await inner.accounts()
     }
 }

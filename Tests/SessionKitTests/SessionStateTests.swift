@@ -14,7 +14,8 @@ import Testing
 
     static let events: [(String, SessionState.Event)] = [
         ("rs", .restoreStarted), ("rd", .restored(bob)), ("ro", .restoredOffline(bob)), ("rn", .restoredNothing),
-        ("si", .signInStarted), ("sd", .signedIn(bob)), ("sf", .signInFailed(failure)), ("rfs", .refreshStarted),
+        ("rf", .restoreFailed(failure)), ("si", .signInStarted), ("sd", .signedIn(bob)), ("sf", .signInFailed(failure)),
+        ("rfs", .refreshStarted),
         ("rfok", .refreshSucceeded), ("rft", .refreshFailedTransiently), ("rfr", .refreshRejected),
         ("uc", .userCancelled), ("so", .signedOut), ("sw", .switched(bob)),
     ]
@@ -22,35 +23,38 @@ import Testing
     /// Every (state, event) pair, written out. `=` means the state is unchanged.
     static let table: [String: [String: String]] = [
         "R": [
-            "rs": "=", "rd": "Act(bob)", "ro": "Off(bob)", "rn": "S", "si": "=", "sd": "=", "sf": "=", "rfs": "=",
+            "rs": "=", "rd": "Act(bob)", "ro": "Off(bob)", "rn": "S", "rf": "F", "si": "=", "sd": "=", "sf": "=",
+            "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "=",
         ],
         "S": [
-            "rs": "R", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=", "rfok": "=",
+            "rs": "R", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
+            "rfok": "=",
             "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
         ],
         "A": [
-            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "si": "=", "sd": "Act(bob)", "sf": "F", "rfs": "=",
+            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "=", "sd": "Act(bob)", "sf": "F", "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "S", "so": "S", "sw": "=",
         ],
         "Act": [
-            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
+            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "=", "so": "S", "sw": "Act(bob)",
         ],
         "Off": [
-            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
+            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "=", "so": "S", "sw": "Act(bob)",
         ],
         "Ref": [
-            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
+            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "Act", "so": "S", "sw": "Act(bob)",
         ],
         "RA": [
-            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "Act(bob)", "sf": "=", "rfs": "=",
+            "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "Act(bob)", "sf": "=", "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
         ],
         "F": [
-            "rs": "R", "rd": "=", "ro": "=", "rn": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=", "rfok": "=",
+            "rs": "R", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
+            "rfok": "=",
             "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
         ],
     ]

@@ -608,6 +608,9 @@ public final class SessionManager: Sendable, Observable {
     /// Every stored account gets a live session; the first becomes current. When the current one holds no
     /// usable access token, it refreshes: if the provider cannot be reached the state is active and offline
     /// (a network error never signs anyone out); if it rejects the refresh token, re-authentication required.
+    /// A store that cannot be read (locked, unavailable, or the user cancelled the prompt guarding it) is not an
+    /// empty one: when no account could be restored for that reason the state is ``SessionState/failed(_:)``
+    /// with the store's error, nothing is deleted, and calling `restore()` again tries again.
     ///
     /// - Returns: The state after restore.
     /// - Important: Call it once at launch, before anything signs in or sends a request: a purge that a crash
@@ -624,13 +627,23 @@ public final class SessionManager: Sendable, Observable {
         do {
             accounts = try await vault.store.accounts().sorted { $0.storageKey < $1.storageKey }
         } catch {
-            apply(.restoredNothing)
+            // Unreadable is not empty: nobody is signed out, and nothing is deleted; restore can run again.
+            apply(.restoreFailed(Self.restoreError(error)))
             return state
         }
         let clock = configuration.sessionConfiguration.clock
         var restored: [UserSession] = []
+        var unreadable: SessionError?
         for account in accounts {
-            guard let record = try? await vault.load(for: account), record.account == account else { continue }
+            let loaded: CredentialRecord?
+            do {
+                loaded = try await vault.load(for: account)
+            } catch {
+                // Kept as it is (a cancelled prompt, a locked store): a later restore may read it.
+                unreadable = unreadable ?? Self.restoreError(error)
+                continue
+            }
+            guard let record = loaded, record.account == account else { continue }
             guard record.refreshToken != nil || record.accessToken != nil else { continue }
             var lifetime: Duration = .zero
             var accessToken = ""
@@ -654,7 +667,7 @@ public final class SessionManager: Sendable, Observable {
             restored.append(makeSession(account: account, tokens: tokens))
         }
         guard let first = restored.first else {
-            apply(.restoredNothing)
+            apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
             return state
         }
         for session in restored { install(session, makeCurrent: session === first) }
@@ -678,6 +691,14 @@ public final class SessionManager: Sendable, Observable {
             apply(.restoredOffline(first.account))
         }
         return state
+    }
+}
+
+extension SessionManager {
+    /// The error a restore reports for a store that could not be read.
+    fileprivate static func restoreError(_ error: any Error) -> SessionError {
+        if let error = error as? SessionError { return error }
+        return SessionError(.storageFailure, "the credential store could not be read (\(type(of: error)))")
     }
 }
 

@@ -29,6 +29,9 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case restoredOffline(Account)
         /// Restore found no credentials.
         case restoredNothing
+        /// Restore could not read the stored credentials (the store is locked or unavailable, a record is
+        /// unreadable, or the user cancelled the prompt guarding them). They are kept: restoring again may succeed.
+        case restoreFailed(SessionError)
         /// A sign-in began.
         case signInStarted
         /// A sign-in completed for an account.
@@ -54,7 +57,8 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         public static var allCases: [Event] {
             let account = Account(issuer: "https://issuer.example", subject: "example")
             return [
-                .restoreStarted, .restored(account), .restoredOffline(account), .restoredNothing, .signInStarted,
+                .restoreStarted, .restored(account), .restoredOffline(account), .restoredNothing,
+                .restoreFailed(SessionError(.storeUnavailable, "example")), .signInStarted,
                 .signedIn(account), .signInFailed(SessionError(.authorizationFailed, "example")), .refreshStarted,
                 .refreshSucceeded, .refreshFailedTransiently, .refreshRejected, .userCancelled, .signedOut,
                 .switched(account),
@@ -68,6 +72,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
             case .restored: "restored"
             case .restoredOffline: "restoredOffline"
             case .restoredNothing: "restoredNothing"
+            case .restoreFailed: "restoreFailed"
             case .signInStarted: "signInStarted"
             case .signedIn: "signedIn"
             case .signInFailed: "signInFailed"
@@ -101,6 +106,9 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case (.restoring, .restored(let account)): .active(account, offline: false)
         case (.restoring, .restoredOffline(let account)): .active(account, offline: true)
         case (.restoring, .restoredNothing): .signedOut
+        // Credentials that could not be read are not the absence of credentials: not signed out, and restore can
+        // be tried again from `failed`.
+        case (.restoring, .restoreFailed(let error)): .failed(error)
 
         // A sign-in can begin from anywhere that is not already busy restoring or signing in.
         case (.signedOut, .signInStarted), (.failed, .signInStarted), (.reauthenticationRequired, .signInStarted),
