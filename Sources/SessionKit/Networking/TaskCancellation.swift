@@ -27,7 +27,9 @@ extension URLSession {
     ///   - invalidate: Whether to invalidate the session afterwards. The session must already refuse new tasks
     ///     (its owner checks that before creating one); the cancelled tasks finish first.
     /// - Precondition: The session's delegate queue is serial (the default when none is given).
-    func cancelWithoutRacingCompletion(_ tasks: [URLSessionTask], thenInvalidate invalidate: Bool = false) {
+    func cancelWithoutRacingCompletion<Tasks: Collection & Sendable>(
+        _ tasks: Tasks, thenInvalidate invalidate: Bool = false
+    ) where Tasks.Element == URLSessionTask {
         guard !tasks.isEmpty || invalidate else { return }
         precondition(delegateQueue.maxConcurrentOperationCount == 1, "the delegate queue must be serial")
         delegateQueue.addOperation { [self] in

@@ -4,13 +4,13 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The URLSession task of one request, whether it started, and whether the request was cancelled (its caller's
-/// task was cancelled, or its session ended), so that a cancellation that comes first keeps the task from ever
-/// starting.
+/// The URLSession task of one request, whether it started, and whether its caller cancelled it, so that a
+/// cancellation that comes first keeps the task from ever starting.
 ///
 /// - Important: ``start(_:)`` resumes the task under this request's own lock, and ``markCancelled()`` takes the
 ///   same lock: once `markCancelled()` has returned, the task either started before it (and is returned, to be
-///   cancelled) or never will (and whoever called `start(_:)` cancels it).
+///   cancelled) or never will (and whoever called `start(_:)` cancels it). A session's `end()` orders itself
+///   against starts with its own lock, for every request at once.
 final class RequestHandle: Sendable {
     private let state = Lock<(task: URLSessionTask?, started: Bool, cancelled: Bool)>((nil, false, false))
     private let answered = Lock(false)

@@ -195,7 +195,7 @@ extension UserSession {
                                 throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
                         }
                     }
-                    lifetime.requests[id] = handle
+                    lifetime.requests[id] = task
                     return (task, id)
                 }
                 guard let created else {
@@ -204,9 +204,11 @@ extension UserSession {
                 }
                 // Started after the lifetime lock is released: `resume()` waits for the URLSession's serial work
                 // queue, which every transfer of this session keeps busy, and holding the lifetime lock meanwhile
-                // stalls every other request's start and completion. The handle's own lock orders the start against
-                // a cancellation (by `end()` or by the caller): a request cancelled first never starts.
-                guard handle.start(created.task) else {
+                // stalls every other request's start and completion. Starts share `starts` (read), which `end()`
+                // takes to write, and the handle's own lock orders the start against the caller's cancellation: a
+                // request that `end()` or its caller cancelled first never starts.
+                let started = starts.withReadLock { ended in !ended && handle.start(created.task) }
+                guard started else {
                     requestFinished(created.id)
                     if handle.claimAnswer() {
                         continuation.resume(throwing: TransportFailure(underlying: URLError(.cancelled)))

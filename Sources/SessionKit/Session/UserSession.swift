@@ -74,8 +74,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     struct Lifetime {
         var isActive = true
         var tokens: TokenSet?
-        /// Requests whose task exists and whose completion handler has not run: what `end()` cancels.
-        var requests: [Int: RequestHandle] = [:]
+        /// The tasks of requests whose completion handler has not run: what `end()` cancels.
+        var requests: [Int: URLSessionTask] = [:]
         var nextTaskID = 0
         var endHandlers: [@Sendable () -> Void] = []
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
@@ -106,6 +106,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Lock<Lifetime>
+    /// Whether the session has ended, for requests starting: a start holds it for reading while it checks the
+    /// flag and resumes its task, so starts run side by side and `end()`, which sets the flag holding it for
+    /// writing, waits for the starts under way and keeps out every later one.
+    let starts = ReadWriteLock(false)
 
     /// Creates an active session for `account` holding `tokens`.
     ///
@@ -198,27 +202,30 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
     func end(refreshError: SessionError?) -> Int {
-        typealias Ended = (requests: [RequestHandle], handlers: [@Sendable () -> Void], handoff: URLSession?)
+        typealias Ended = (
+            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?
+        )
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             lifetime.isActive = false
             lifetime.tokens = nil
-            let requests = Array(lifetime.requests.values)
-            lifetime.requests.removeAll()
+            // Moved out whole, not copied: ending costs the same whatever is in flight.
+            let requests = lifetime.requests
+            lifetime.requests = [:]
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
             return (requests, handlers, lifetime.handoffSession)
         }
         guard let ended else { return 0 }
-        // Nothing can create a task any more (the flag is down). Each request is marked cancelled: one whose task
-        // has not started never will (whoever was starting it cancels it), and one whose start is under way is
-        // waited for and cancelled with the others. After this loop no request of this session can start.
-        let started = ended.requests.compactMap { $0.markCancelled() }
+        // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
+        // out every later one: after it no request of this session can start, and whoever tries to start one
+        // answers it as cancelled.
+        starts.withWriteLock { $0 = true }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it: with 1,000 requests in flight that is about a second on Linux. It runs on the session's
         // delegate queue, so ending a session takes the same few microseconds whatever is in flight. A response
         // that still arrives meanwhile is dropped: `data(for:)` checks `isActive` after every answer.
-        urlSession.cancelWithoutRacingCompletion(started, thenInvalidate: true)
+        urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true)
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
