@@ -230,6 +230,29 @@ func temporaryDirectory() throws -> URL {
         #expect(try await store.load(for: alice) != nil, "the unreadable account was not purged")
     }
 
+    /// Found by the randomized suite: a session whose refresh was rejected left `sessions` before its deletion
+    /// was queued, so a sign-in of the same account in between saved a record the deletion then took.
+    @Test func aRejectedRefreshDeletesOnlyTheRecordOfItsOwnSession() async throws {
+        let store = InMemoryCredentialStore()
+        let endpoint = ScriptedTokenEndpoint { _, _ in
+            throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
+        }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let dead = try await manager.signIn(alice, tokens: tokens("alice"))
+        #expect(try await manager.vault.load(for: alice)?.refreshToken == dead.tokens?.refreshToken)
+        // A newer session of alice saved its record before the dead one's deletion ran.
+        try await manager.vault.save(CredentialRecord(account: alice, refreshToken: "refresh-alice-newer"))
+        let error = await #expect(throws: SessionError.self) { try await dead.refreshTokens() }
+        #expect(error?.code == .refreshRejected)
+        #expect(!dead.isActive)
+        #expect(try await manager.vault.load(for: alice)?.refreshToken == "refresh-alice-newer")
+
+        // Without a newer record, the dead session's own record is deleted.
+        let again = try await manager.signIn(alice, tokens: tokens("alice"))
+        _ = await #expect(throws: SessionError.self) { try await again.refreshTokens() }
+        #expect(try await manager.vault.load(for: alice) == nil)
+    }
+
     @Test func cancelledPresencePromptLeavesTheStateAsItWas() async throws {
         let store: any CredentialStore = InMemoryCredentialStore()
         let asked = Counter()

@@ -63,6 +63,31 @@ public final class CredentialVault: Sendable {
         }
     }
 
+    /// Enqueues the deletion of `account`'s record if, when its turn comes, the record still holds
+    /// `refreshToken`: the record of a session whose refresh token was rejected, which must not take with it the
+    /// record a newer session of the same account has saved since.
+    ///
+    /// - Parameters:
+    ///   - account: The account whose record to delete.
+    ///   - refreshToken: The refresh token the dead session held.
+    /// - Returns: The pending deletion; its value is the error, if reading or deleting failed. A record that
+    ///   cannot be read is deleted anyway: it can only be the dead session's or unusable.
+    @discardableResult
+    func enqueueDelete(for account: Account, ifHolding refreshToken: String) -> Task<(any Error)?, Never> {
+        let store = self.store
+        return queue(for: account).enqueue {
+            do {
+                if let record = try? await store.load(for: account), record.refreshToken != refreshToken {
+                    return nil
+                }
+                try await store.delete(for: account)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
     /// Loads `account`'s record after every operation enqueued before this call has finished.
     ///
     /// - Parameter account: The account to look up.

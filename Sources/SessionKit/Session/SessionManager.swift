@@ -312,6 +312,7 @@ public final class SessionManager: Sendable, Observable {
         case .refreshRejected(let error):
             // The refresh token is dead: end the session, purge its credentials, ask the user to sign in.
             let account = session.account
+            let deadRefreshToken = session.tokens?.refreshToken
             let wasCurrent = guarded.withLock { guarded -> Bool in
                 guarded.sessions.removeAll { $0 === session }
                 guard guarded.current === session else { return false }
@@ -322,7 +323,13 @@ public final class SessionManager: Sendable, Observable {
                 for container in guarded.withLock({ $0.containers }) { container.target?.bind(to: nil) }
                 apply(.refreshRejected)
             }
-            vault.enqueueDelete(for: account)
+            // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the
+            // session left `sessions` above, so nothing makes that sign-in wait for this deletion).
+            if let deadRefreshToken {
+                vault.enqueueDelete(for: account, ifHolding: deadRefreshToken)
+            } else {
+                vault.enqueueDelete(for: account)
+            }
             _ = session.end(refreshError: error)
             registrar.withMutation(of: self, keyPath: \.sessions) {}
             registrar.withMutation(of: self, keyPath: \.current) {}
