@@ -519,8 +519,9 @@ final class ScheduleRun: Sendable {
                 late.count > cancelled - parked.count
             {
                 model.violation(
-                    "\(late.count) requests of #\(ordinal) reached the server after it ended, but end() cancelled "
-                        + "\(cancelled), \(parked.count) of which were already at the server", at: label)
+                    "\(late.count) requests of #\(ordinal) reached the server after it ended (calls "
+                        + "\(late.map(\.call).sorted())), but end() cancelled \(cancelled), \(parked.count) of which were "
+                        + "already at the server (calls \(parked.sorted()))", at: label)
             }
         }
     }
