@@ -312,7 +312,6 @@ public final class SessionManager: Sendable, Observable {
         case .refreshRejected(let error):
             // The refresh token is dead: end the session, purge its credentials, ask the user to sign in.
             let account = session.account
-            let deadRefreshToken = session.tokens?.refreshToken
             let wasCurrent = guarded.withLock { guarded -> Bool in
                 guarded.sessions.removeAll { $0 === session }
                 guard guarded.current === session else { return false }
@@ -323,14 +322,18 @@ public final class SessionManager: Sendable, Observable {
                 for container in guarded.withLock({ $0.containers }) { container.target?.bind(to: nil) }
                 apply(.refreshRejected)
             }
-            // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the
-            // session left `sessions` above, so nothing makes that sign-in wait for this deletion).
-            if let deadRefreshToken {
-                vault.enqueueDelete(for: account, ifHolding: deadRefreshToken)
-            } else {
-                vault.enqueueDelete(for: account)
+            // Ended first, so that no refresh can commit a newer token after the one read here; then only this
+            // session's record is deleted: a sign-in of the same account may have saved a new one meanwhile (the
+            // session left `sessions` above, so nothing makes that sign-in wait for this deletion). A session
+            // something else ended first (a sign-out, which purges; a re-login, whose record must stay) is left
+            // to that.
+            if let ended = session.finish(refreshError: error) {
+                if let refreshToken = ended.refreshToken {
+                    vault.enqueueDelete(for: account, ifHolding: refreshToken)
+                } else {
+                    vault.enqueueDelete(for: account)
+                }
             }
-            _ = session.end(refreshError: error)
             registrar.withMutation(of: self, keyPath: \.sessions) {}
             registrar.withMutation(of: self, keyPath: \.current) {}
         case .storageFailed:

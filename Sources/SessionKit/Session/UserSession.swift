@@ -201,22 +201,35 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     }
 
     /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
+    @discardableResult
     func end(refreshError: SessionError?) -> Int {
+        finish(refreshError: refreshError)?.cancelled ?? 0
+    }
+
+    /// Ends the session and tells what it held at the end.
+    ///
+    /// - Parameter refreshError: What a refresh in flight fails with; `nil` for `sessionEnded`.
+    /// - Returns: `nil` if the session had already ended; else how many requests were cancelled, and the refresh
+    ///   token the session held when it stopped admitting credential writes (every write it admitted carries that
+    ///   token or an older one, and is queued ahead of anything enqueued after this returns).
+    func finish(refreshError: SessionError?) -> (cancelled: Int, refreshToken: String?)? {
         typealias Ended = (
-            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?
+            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?,
+            refreshToken: String?
         )
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             lifetime.isActive = false
+            let refreshToken = lifetime.tokens?.refreshToken
             lifetime.tokens = nil
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             let requests = lifetime.requests
             lifetime.requests = [:]
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (requests, handlers, lifetime.handoffSession)
+            return (requests, handlers, lifetime.handoffSession, refreshToken)
         }
-        guard let ended else { return 0 }
+        guard let ended else { return nil }
         // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
         // out every later one: after it no request of this session can start, and whoever tries to start one
         // answers it as cancelled.
@@ -232,7 +245,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
-        return ended.requests.count
+        return (ended.requests.count, ended.refreshToken)
     }
 
     // MARK: - Token commit

@@ -22,8 +22,8 @@ final class InterleavingWorld: Sendable {
         let token: String?
         /// When the whole request had arrived.
         let arrivedAt: ContinuousClock.Instant
-        /// Whether its handler has answered (or given up because the client left).
-        var answered = false
+        /// When its handler answered (or gave up because the client left); `nil` while it has not.
+        var answeredAt: ContinuousClock.Instant?
     }
 
     let mock: MockAuthorizationServer
@@ -85,7 +85,9 @@ final class InterleavingWorld: Sendable {
         }
         defer {
             arrivals.withLock { all in
-                if let count = all[schedule]?.count, index < count { all[schedule]?[index].answered = true }
+                if let count = all[schedule]?.count, index < count {
+                    all[schedule]?[index].answeredAt = ContinuousClock.now
+                }
             }
         }
         guard let user = mock.user(authorizing: request) else {

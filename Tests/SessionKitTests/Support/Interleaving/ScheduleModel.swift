@@ -20,9 +20,8 @@ final class ScheduleModel: Sendable {
         var endedByStep: Int?
         /// Every call of the session started before the end marker ran.
         var startedBeforeEnd: Set<Int> = []
-        /// Per step that set out to end the session: the session's calls still running when the step started,
-        /// and those of them whose request was held at the server (arrived, unanswered, not cancelled).
-        var atStepStart: [Int: (outstanding: Set<Int>, parked: Set<Int>)] = [:]
+        /// Per step that set out to end the session: the session's calls still running when the step started.
+        var atStepStart: [Int: Set<Int>] = [:]
         /// Per step that ended the session: how many requests `end()` said it cancelled.
         var cancelled: [Int: Int] = [:]
         /// Bumped each time a step may have bound the session to the container.

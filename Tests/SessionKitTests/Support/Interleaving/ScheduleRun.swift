@@ -269,19 +269,13 @@ final class ScheduleRun: Sendable {
 
     /// Records, before a step that may end `ordinal`, which of its calls run and which are held at the server.
     private func prepareEnd(of ordinal: Int, step: Int) {
-        let arrivals = world.arrivals(of: id)
         model.state.withLock { state in
             let outstanding = Set(
                 state.calls.filter {
                     $0.value.session == ordinal && $0.value.outstanding && !$0.value.cancelledByCaller
                 }
                 .keys)
-            let parked = Set(
-                arrivals.filter { arrival in
-                    !arrival.answered && outstanding.contains(arrival.call)
-                        && arrival.token.flatMap { state.tokenOwner[$0] } == ordinal
-                }.map(\.call))
-            state.sessions[ordinal]?.atStepStart[step] = (outstanding, parked)
+            state.sessions[ordinal]?.atStepStart[step] = outstanding
         }
     }
 
@@ -496,8 +490,16 @@ final class ScheduleRun: Sendable {
             }
             guard !late.isEmpty else { continue }
             let start = record.endedByStep.flatMap { record.atStepStart[$0] }
-            let inFlight = start?.outstanding ?? record.startedBeforeEnd
-            let parked = start?.parked ?? []
+            let inFlight = start ?? record.startedBeforeEnd
+            // Held at the server when the session ended: arrived before, answered after. (Taken at the end, not
+            // at the step's start: a request held then may have been answered before `end()` ran, and then it
+            // is not among those `end()` cancelled.)
+            let parked = Set(
+                arrivals.filter { arrival in
+                    inFlight.contains(arrival.call) && arrival.arrivedAt <= endedAt
+                        && (arrival.answeredAt.map { $0 > endedAt } ?? true)
+                        && arrival.token.flatMap { state.tokenOwner[$0] } == ordinal
+                }.map(\.call))
             var seen: Set<Int> = []
             for arrival in late {
                 if !inFlight.contains(arrival.call) {
