@@ -322,13 +322,15 @@ public final class SessionManager: Sendable, Observable {
                 for container in guarded.withLock({ $0.containers }) { container.target?.bind(to: nil) }
                 apply(.refreshRejected)
             }
-            // Ended first, so that no refresh can commit a newer token after the one read here; then only this
-            // session's record is deleted: a sign-in of the same account may have saved a new one meanwhile (the
-            // session left `sessions` above, so nothing makes that sign-in wait for this deletion). A session
-            // something else ended first (a sign-out, which purges; a re-login, whose record must stay) is left
-            // to that.
-            if let ended = session.finish(refreshError: error) {
-                if let refreshToken = ended.refreshToken {
+            // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the
+            // session left `sessions` above, so nothing makes that sign-in wait for this deletion). The deletion is
+            // queued at the moment the session stops admitting writes, with the refresh token it holds then: no
+            // refresh can commit a newer one afterwards, and whoever sees the session ended finds it queued. A
+            // session something else ended first (a sign-out, which purges; a re-login, whose record must stay) is
+            // left to that.
+            let vault = vault
+            session.finish(refreshError: error) { refreshToken in
+                if let refreshToken {
                     vault.enqueueDelete(for: account, ifHolding: refreshToken)
                 } else {
                     vault.enqueueDelete(for: account)

@@ -203,31 +203,32 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
     @discardableResult
     func end(refreshError: SessionError?) -> Int {
-        finish(refreshError: refreshError)?.cancelled ?? 0
+        finish(refreshError: refreshError) ?? 0
     }
 
-    /// Ends the session and tells what it held at the end.
+    /// Ends the session, running `whileEnding` at the moment it stops admitting credential writes.
     ///
-    /// - Parameter refreshError: What a refresh in flight fails with; `nil` for `sessionEnded`.
-    /// - Returns: `nil` if the session had already ended; else how many requests were cancelled, and the refresh
-    ///   token the session held when it stopped admitting credential writes (every write it admitted carries that
-    ///   token or an older one, and is queued ahead of anything enqueued after this returns).
-    func finish(refreshError: SessionError?) -> (cancelled: Int, refreshToken: String?)? {
-        typealias Ended = (
-            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?,
-            refreshToken: String?
-        )
+    /// - Parameters:
+    ///   - refreshError: What a refresh in flight fails with; `nil` for `sessionEnded`.
+    ///   - whileEnding: Called once, under the lock that admits credential writes, with the refresh token the
+    ///     session holds, just before the session stops being active: a deletion it enqueues runs behind every
+    ///     write the session admitted, and is already queued when anyone can see the session has ended. It must
+    ///     only enqueue work. Not called if the session had already ended.
+    /// - Returns: How many requests were cancelled, or `nil` if the session had already ended.
+    @discardableResult
+    func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Int? {
+        typealias Ended = (requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?)
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
+            whileEnding?(lifetime.tokens?.refreshToken)
             lifetime.isActive = false
-            let refreshToken = lifetime.tokens?.refreshToken
             lifetime.tokens = nil
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             let requests = lifetime.requests
             lifetime.requests = [:]
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (requests, handlers, lifetime.handoffSession, refreshToken)
+            return (requests, handlers, lifetime.handoffSession)
         }
         guard let ended else { return nil }
         // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
@@ -245,7 +246,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
-        return (ended.requests.count, ended.refreshToken)
+        return ended.requests.count
     }
 
     // MARK: - Token commit
