@@ -1,3 +1,5 @@
+import SessionKit
+
 /// Renders results for people (an aligned table) or for tools (JSON).
 enum BenchReport {
     /// An aligned table: name, value, unit.
@@ -15,7 +17,8 @@ enum BenchReport {
     static func json(_ results: [BenchResult]) -> String {
         let items = results.map { result in
             let value = result.value.isFinite ? "\(result.value)" : "null"
-            return #"{"name":\#(quoted(result.name)),"value":\#(value),"unit":\#(quoted(result.unit))}"#
+            return
+                #"{"name":\#(JSONValue.quoted(result.name)),"value":\#(value),"unit":\#(JSONValue.quoted(result.unit))}"#
         }
         return #"{"results":[\#(items.joined(separator: ","))]}"#
     }
@@ -32,24 +35,6 @@ enum BenchReport {
             text += String(repeating: "0", count: max(0, decimals - fraction))
         }
         return text
-    }
-
-    private static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }
 

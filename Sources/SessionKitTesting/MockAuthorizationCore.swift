@@ -158,7 +158,7 @@ final class MockAuthorizationCore: Sendable {
             return LocalServer.Response(status: 500, headers: html, body: Data("<h1>Internal Server Error</h1>".utf8))
         case .oauthError(let code, let status):
             return .json(
-                #"{"error":"\#(MockAuthorizationState.escape(code))"}"#, status: status,
+                #"{"error":\#(JSONValue.quoted(code))}"#, status: status,
                 headers: [("Cache-Control", "no-store")])
         case .malformedBody(let body):
             return .json(body.body, headers: [("Cache-Control", "no-store")])

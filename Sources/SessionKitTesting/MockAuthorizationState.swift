@@ -54,14 +54,14 @@ struct MockAuthorizationState {
             var json = #"{"access_token":"\#(issued.accessToken)","token_type":"Bearer""#
             if let lifetime = issued.lifetime { json += #","expires_in":\#(lifetime.components.seconds)"# }
             if let refreshToken = issued.refreshToken { json += #","refresh_token":"\#(refreshToken)""# }
-            if let scope = issued.scope { json += #","scope":"\#(MockAuthorizationState.escape(scope))""# }
+            if let scope = issued.scope { json += #","scope":\#(JSONValue.quoted(scope))"# }
             return Reply(status: 200, json: json + "}")
         }
 
         static func error(_ code: String, _ description: String, status: Int = 400) -> Reply {
             Reply(
                 status: status,
-                json: #"{"error":"\#(code)","error_description":"\#(MockAuthorizationState.escape(description))"}"#)
+                json: #"{"error":"\#(code)","error_description":\#(JSONValue.quoted(description))}"#)
         }
     }
 
@@ -332,19 +332,6 @@ struct MockAuthorizationState {
     }
 
     // MARK: - Encoding
-
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case _ where scalar.value < 0x20: output += String(format: "\\u%04x", scalar.value)
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
-    }
 
     static func formEncode(_ text: String) -> String {
         let unreserved = CharacterSet(

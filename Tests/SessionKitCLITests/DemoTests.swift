@@ -1,4 +1,5 @@
 import Foundation
+import SessionKit
 import Testing
 
 @testable import SessionKitCLICore
@@ -122,7 +123,7 @@ import Testing
 
     @Test func jsonStringsAreEscaped() throws {
         let text = "say \"hi\"\\ λW\n\t\u{01}"
-        let quoted = DemoReport.quoted(text)
+        let quoted = JSONValue.quoted(text)
         #expect(quoted == #""say \"hi\"\\ λW\n\t\u0001""#)
         let decoded = try JSONSerialization.jsonObject(with: Data("[\(quoted)]".utf8)) as? [String]
         #expect(decoded == [text])

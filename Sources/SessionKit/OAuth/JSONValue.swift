@@ -45,3 +45,28 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 }
+
+extension JSONValue {
+    /// `text` as a JSON string literal, quotes included (RFC 8259 §7): what the tool reports, the benchmarks and
+    /// the mock authorization server write, read back by any JSON parser as `text`.
+    ///
+    /// - Parameter text: Any string.
+    /// - Returns: The literal.
+    package static func quoted(_ text: String) -> String {
+        var literal = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": literal += "\\\""
+            case "\\": literal += "\\\\"
+            case "\n": literal += "\\n"
+            case "\r": literal += "\\r"
+            case "\t": literal += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                literal += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: literal.unicodeScalars.append(scalar)
+            }
+        }
+        return literal + "\""
+    }
+}

@@ -29,19 +29,9 @@ final class OAuthTransport: Sendable {
     init(requestTimeout: Duration, clock: any SessionClock) {
         self.requestTimeout = requestTimeout
         self.clock = clock
-        let configuration = URLSessionConfiguration.ephemeral
-        // A credential exchange is never answered from, nor kept in, a cache; nor does it carry or keep cookies.
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.urlCredentialStorage = nil
-        if requestTimeout > .zero {
-            configuration.timeoutIntervalForRequest = requestTimeout.urlSessionTimeout
-            configuration.timeoutIntervalForResource = requestTimeout.urlSessionTimeout
-        }
-        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+        // A credential exchange is never answered from, nor kept in, a cache; it carries and keeps no cookies and
+        // follows no redirect (a token endpoint that redirects is misconfigured or compromised).
+        session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
     }
 
     /// Sends `request` and returns the answer, whatever its status.
@@ -140,19 +130,5 @@ final class OAuthTransport: Sendable {
             return SessionError(
                 .networkUnavailable, "the connection to \(endpoint) failed (URLError \(code.rawValue))")
         }
-    }
-}
-
-/// Refuses every redirect, so the response to a credential-bearing `POST` is the 3xx itself: a token endpoint
-/// that redirects is misconfigured or compromised, and following it would post the credential elsewhere.
-private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

@@ -197,13 +197,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   hands over no response, and admits no credential write.
     @discardableResult
     public func end() -> Int {
-        end(refreshError: nil)
-    }
-
-    /// Ends the session; a refresh in flight fails with `refreshError` instead of `sessionEnded`.
-    @discardableResult
-    func end(refreshError: SessionError?) -> Int {
-        finish(refreshError: refreshError) ?? 0
+        finish(refreshError: nil) ?? 0
     }
 
     /// Ends the session, running `whileEnding` at the moment it stops admitting credential writes.

@@ -57,20 +57,13 @@ final class AuditHTTPClient: Sendable {
     /// - Parameter timeout: The bound on each exchange, connection included.
     init(timeout: Duration) {
         self.timeout = timeout
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.urlCredentialStorage = nil
-        configuration.timeoutIntervalForRequest = timeout.seconds
-        configuration.timeoutIntervalForResource = timeout.seconds
-        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+        session = .credentialExchange(timeout: timeout.seconds)
     }
 
     deinit {
-        session.invalidateAndCancel()
+        // Every send awaits its answer, so nothing is in flight by now; cancelling (which races completions on
+        // Linux) is not needed.
+        session.finishTasksAndInvalidate()
     }
 
     /// Sends `request` and returns the answer, whatever its status.
@@ -162,18 +155,5 @@ final class AuditHTTPClient: Sendable {
     private static func format(_ duration: Duration) -> String {
         let seconds = duration.seconds
         return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%.1f s", seconds)
-    }
-}
-
-/// Refuses every redirect: the 3xx itself is the answer, and the token goes nowhere else.
-private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

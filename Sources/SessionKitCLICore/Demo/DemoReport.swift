@@ -1,4 +1,5 @@
 import Foundation
+import SessionKit
 
 /// The demo's output: an 80-column table for people, or one line of JSON for programs.
 enum DemoReport {
@@ -8,30 +9,12 @@ enum DemoReport {
     /// - Returns: The JSON text, without a final line break.
     static func json(_ results: [ScenarioResult]) -> String {
         func verdict(_ verdict: Verdict) -> String {
-            #"{"leaked":\#(verdict.leaked),"detail":\#(quoted(verdict.detail))}"#
+            #"{"leaked":\#(verdict.leaked),"detail":\#(JSONValue.quoted(verdict.detail))}"#
         }
         let rows = results.map { result in
-            #"{"id":\#(quoted(result.id)),"naive":\#(verdict(result.naive)),"sessionkit":\#(verdict(result.sessionKit))}"#
+            #"{"id":\#(JSONValue.quoted(result.id)),"naive":\#(verdict(result.naive)),"sessionkit":\#(verdict(result.sessionKit))}"#
         }
         return #"{"scenarios":[\#(rows.joined(separator: ","))]}"#
-    }
-
-    /// A JSON string literal (RFC 8259 §7).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     /// The table: one row per scenario with each side's verdict, then what each side did, scenario by scenario.

@@ -55,23 +55,11 @@ enum OAuthTestSupport {
         case .null: return "null"
         case .bool(let flag): return flag ? "true" : "false"
         case .number(let number): return "\(number)"
-        case .string(let text): return quote(text)
+        case .string(let text): return JSONValue.quoted(text)
         case .array(let elements): return "[" + elements.map(serialize).joined(separator: ",") + "]"
         case .object(let members):
-            return "{" + members.map { quote($0.key) + ":" + serialize($0.value) }.joined(separator: ",") + "}"
+            return "{" + members.map { JSONValue.quoted($0.key) + ":" + serialize($0.value) }.joined(separator: ",")
+                + "}"
         }
-    }
-
-    private static func quote(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case _ where scalar.value < 0x20: output += String(format: "\\u%04x", scalar.value)
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
     }
 }
