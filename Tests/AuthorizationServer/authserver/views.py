@@ -1,5 +1,6 @@
 """The protected resource and the test-support endpoints (test project only)."""
 
+import functools
 import json
 import secrets
 from datetime import timedelta
@@ -44,6 +45,25 @@ def _bad_request(message):
 
 def _user(username):
     return get_user_model().objects.filter(username=username).first()
+
+
+def _no_such_user():
+    return JsonResponse({"error": "no such user"}, status=404)
+
+
+def _json_post(view):
+    """POST only; the view gets the body, a JSON object (or {} when empty). Anything else is a 400."""
+
+    @require_POST
+    @functools.wraps(view)
+    def wrapper(request):
+        try:
+            body = _json_body(request)
+        except ValueError as error:
+            return _bad_request(str(error))
+        return view(request, body)
+
+    return wrapper
 
 
 @require_GET
@@ -91,12 +111,8 @@ def control(request):
     return JsonResponse(testsupport.controls_snapshot())
 
 
-@require_POST
-def create_user(request):
-    try:
-        body = _json_body(request)
-    except ValueError as error:
-        return _bad_request(str(error))
+@_json_post
+def create_user(request, body):
     username = body.get("username") or "user-" + secrets.token_hex(6)
     password = body.get("password") or username + "-password"
     if _user(username):
@@ -105,33 +121,25 @@ def create_user(request):
     return JsonResponse({"username": username, "password": password}, status=201)
 
 
-@require_POST
-def login_session(request):
+@_json_post
+def login_session(request, body):
     """Logs a user in and returns the session cookie, for driving /o/authorize/ without a browser."""
-    try:
-        body = _json_body(request)
-    except ValueError as error:
-        return _bad_request(str(error))
     user = _user(body.get("username", ""))
     if not user:
-        return JsonResponse({"error": "no such user"}, status=404)
+        return _no_such_user()
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     request.session.save()
     return JsonResponse({"cookie": f"sessionid={request.session.session_key}"})
 
 
-@require_POST
-def approve_device(request):
-    try:
-        body = _json_body(request)
-    except ValueError as error:
-        return _bad_request(str(error))
+@_json_post
+def approve_device(request, body):
     action = body.get("action", "accept")
     if action not in ("accept", "deny"):
         return _bad_request("action must be accept or deny")
     user = _user(body.get("username", ""))
     if not user:
-        return JsonResponse({"error": "no such user"}, status=404)
+        return _no_such_user()
     model = get_device_grant_model()
     grant = model.objects.filter(user_code=body.get("user_code", ""), status=model.AUTHORIZATION_PENDING).first()
     if not grant:
@@ -144,13 +152,9 @@ def approve_device(request):
     return JsonResponse({"status": grant.status})
 
 
-@require_POST
-def expire_access_token(request):
+@_json_post
+def expire_access_token(request, body):
     """Makes an access token expired now, so a test needs no short lifetime and no waiting."""
-    try:
-        body = _json_body(request)
-    except ValueError as error:
-        return _bad_request(str(error))
     token = body.get("access_token", "")
     updated = (
         get_access_token_model()
@@ -162,16 +166,12 @@ def expire_access_token(request):
     return JsonResponse({"ok": True})
 
 
-@require_POST
-def revoke_user(request):
+@_json_post
+def revoke_user(request, body):
     """Revokes every token a user holds, as an administrator ending the user's sessions would."""
-    try:
-        body = _json_body(request)
-    except ValueError as error:
-        return _bad_request(str(error))
     user = _user(body.get("username", ""))
     if not user:
-        return JsonResponse({"error": "no such user"}, status=404)
+        return _no_such_user()
     refresh_tokens = list(get_refresh_token_model().objects.filter(user=user, revoked__isnull=True))
     for refresh_token in refresh_tokens:
         refresh_token.revoke()
