@@ -372,21 +372,6 @@ import Testing
         }
     }
 
-    @Test func deviceFlowDenied() async throws {
-        let clock = ManualClock()
-        try await MockAuthorizationServer.withRunning(configuration: deviceConfiguration(clock)) { mock in
-            let client = mock.makeClient(clock: clock)
-            let authorization = try await client.startDeviceAuthorization()
-            let polling = Task { try await client.pollDeviceAuthorization(authorization) }
-            await poll(clock, by: .seconds(5), until: 1, mock)
-            try mock.denyDevice(userCode: authorization.userCode)
-            clock.advance(by: .seconds(5))
-            let error = await #expect(throws: SessionError.self) { try await polling.value }
-            #expect(error?.code == .accessDenied)
-            #expect(mock.tokenRequestCount(grant: .deviceCode) == 2)
-        }
-    }
-
     @Test func deviceFlowStopsWhenTheCodeWouldExpireBeforeTheNextPoll() async throws {
         let clock = ManualClock()
         // The server's own clock is the system's: on it the code stays pending, so only the client can stop.
@@ -408,18 +393,28 @@ import Testing
         }
     }
 
-    @Test func deviceFlowExpiredByTheServer() async throws {
+    /// The user denies the request, or the server lets the code expire: polling stops with the typed error.
+    @Test(arguments: [
+        (true, SessionError.Code.accessDenied, "access_denied"),
+        (false, SessionError.Code.authorizationExpired, "expired_token"),
+    ])
+    func deviceFlowEndsWhenTheServerSaysSo(denied: Bool, code: SessionError.Code, oauthError: String) async throws {
         let clock = ManualClock()
         try await MockAuthorizationServer.withRunning(configuration: deviceConfiguration(clock)) { mock in
             let client = mock.makeClient(clock: clock)
             let authorization = try await client.startDeviceAuthorization()
             let polling = Task { try await client.pollDeviceAuthorization(authorization) }
             await poll(clock, by: .seconds(5), until: 1, mock)
-            try mock.expireDevice(userCode: authorization.userCode)
+            if denied {
+                try mock.denyDevice(userCode: authorization.userCode)
+            } else {
+                try mock.expireDevice(userCode: authorization.userCode)
+            }
             clock.advance(by: .seconds(5))
             let error = await #expect(throws: SessionError.self) { try await polling.value }
-            #expect(error?.code == .authorizationExpired)
-            #expect(error?.oauthError == "expired_token")
+            #expect(error?.code == code)
+            #expect(error?.oauthError == oauthError)
+            #expect(mock.tokenRequestCount(grant: .deviceCode) == 2)
         }
     }
 
