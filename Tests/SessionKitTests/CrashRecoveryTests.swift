@@ -63,13 +63,7 @@ import Testing
     }
 
     @Test func aKilledSessionManagerRestoresToAConsistentState() async throws {
-        let child = try #require(
-            ChildProcess.crashChild,
-            "SessionKitCrashChild was not found next to the test bundle; build it, or set SESSIONKIT_CRASH_CHILD"
-        )
-        let environment = ProcessInfo.processInfo.environment
-        let kills = environment["SESSIONKIT_KILLS"].flatMap { Int($0) } ?? 200
-        let seed = environment["SESSIONKIT_CRASH_SEED"].flatMap { UInt64($0) } ?? 0x5E55_10F7
+        let (child, kills, seed) = try ChildProcess.killSettings(defaultSeed: 0x5E55_10F7)
         var generator = SeededGenerator(seed: seed)
         var inFlightAtKill: [String: Int] = [:]
         var intentsFinished = 0

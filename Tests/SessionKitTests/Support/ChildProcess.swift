@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -103,6 +104,23 @@ final class ChildProcess {
             .deletingLastPathComponent().deletingLastPathComponent()
         candidates.append(packageRoot.appendingPathComponent(".build/debug/\(name)"))
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// What a kill test needs: the crash child, how many kills (`SESSIONKIT_KILLS`, 200 by default) and the seed
+    /// of their timing (`SESSIONKIT_CRASH_SEED`, else `defaultSeed`, so a run is repeatable).
+    ///
+    /// - Parameter defaultSeed: The test's own seed.
+    /// - Returns: The crash child's location, the number of kills and the seed.
+    /// - Throws: When the crash child cannot be found (the test then fails, saying so).
+    static func killSettings(defaultSeed: UInt64) throws -> (child: URL, kills: Int, seed: UInt64) {
+        let child = try #require(
+            crashChild,
+            "SessionKitCrashChild was not found next to the test bundle; build it, or set SESSIONKIT_CRASH_CHILD"
+        )
+        let environment = ProcessInfo.processInfo.environment
+        let kills = environment["SESSIONKIT_KILLS"].flatMap { Int($0) } ?? 200
+        let seed = environment["SESSIONKIT_CRASH_SEED"].flatMap { UInt64($0) } ?? defaultSeed
+        return (child, kills, seed)
     }
 
     /// A program on `PATH`, or `nil`.
