@@ -130,7 +130,7 @@ public final class MockAuthorizationServer: Sendable {
     /// - Parameters:
     ///   - clientID: The client ID to send; this server's ``Configuration/clientID`` by default.
     ///   - clock: The client's clock.
-    ///   - requestTimeout: The client's bound on one exchange.
+    ///   - requestTimeout: The client's wall-clock deadline on one exchange.
     ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
     /// - Returns: The client.
     public func makeClient(

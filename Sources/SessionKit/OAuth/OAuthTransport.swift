@@ -57,6 +57,10 @@ final class OAuthTransport: Sendable {
         let handle = RequestHandle()
         let clock = clock
         let session = session
+        // The exchange's wall-clock deadline: URLSession's timeouts are idle timeouts on Linux, which a server
+        // that trickles its answer never trips.
+        let deadline = RequestDeadline(after: requestTimeout) { handle.cancel(in: session) }
+        defer { deadline.cancel() }
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
             outcome = try await withTaskCancellationHandler {
@@ -84,6 +88,9 @@ final class OAuthTransport: Sendable {
                 handle.cancel(in: session)
             }
         } catch {
+            if deadline.hasExpired && !Task.isCancelled && Self.isCancellation(error) {
+                throw SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
+            }
             throw Self.map(error, endpoint: endpoint)
         }
         guard let response = outcome.1 as? HTTPURLResponse else {
@@ -95,6 +102,10 @@ final class OAuthTransport: Sendable {
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
             receivedAtWall: outcome.3)
+    }
+
+    private static func isCancellation(_ error: any Error) -> Bool {
+        error is CancellationError || (error as? URLError)?.code == .cancelled
     }
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.

@@ -37,7 +37,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// How a session sends requests.
     public struct Configuration: Sendable {
-        /// The longest a single attempt of a request may take.
+        /// The longest a single attempt of a request may take: a wall-clock deadline that SessionKit enforces
+        /// from the moment the attempt starts to the last byte of its answer, however the server paces it. At the
+        /// deadline the attempt is cancelled and fails with `timedOut` (`outcomeUnknown` for a request that is not
+        /// replayable); it is measured in real time, whatever ``clock`` says.
         public var requestTimeout: Duration
         /// When requests are replayed after transport failures and retryable statuses.
         public var retryPolicy: RetryPolicy
@@ -45,13 +48,14 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         public var cacheMaximumBytes: Int
         /// Whether the access token is written to the credential store too (off: it stays in memory only).
         public var storesAccessToken: Bool
-        /// The clock for expiry, backoff and timeouts.
+        /// The clock for expiry and backoff. ``requestTimeout`` runs in real time, not on this clock, so that a
+        /// test's manual clock never ends a request in flight.
         public var clock: any SessionClock
 
         /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - requestTimeout: Per-attempt timeout.
+        ///   - requestTimeout: The wall-clock deadline of each attempt.
         ///   - retryPolicy: Replay rules.
         ///   - cacheMaximumBytes: Cache bound; `0` disables it.
         ///   - storesAccessToken: Whether the access token is persisted too.
