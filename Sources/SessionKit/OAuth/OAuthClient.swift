@@ -17,10 +17,10 @@ import Foundation
 /// let session = UserSession(account: account, tokens: tokens, vault: vault, tokenEndpoint: client)
 /// ```
 ///
-/// The client sends every request on one `URLSession` of its own, created with the client: ephemeral, with no
-/// URL cache, no cookie storage and no credential storage, and never the signed-in user's session (revocation
-/// runs after that one was invalidated). Token endpoint responses are never cached, and a redirect is never
-/// followed: a credential is only ever posted to the URL it was configured for.
+/// The client sends every request on one `URLSession` of its own, created with the client and invalidated when the
+/// client is released: ephemeral, with no URL cache, no cookie storage and no credential storage, and never the
+/// signed-in user's session (revocation runs after that one was invalidated). Token endpoint responses are never
+/// cached, and a redirect is never followed: a credential is only ever posted to the URL it was configured for.
 ///
 /// Answers are read by SessionKit's parsers (``TokenResponse``, ``OAuthErrorResponse``,
 /// ``DeviceAuthorizationResponse``, ``RevocationRequest``); failures below HTTP become `networkUnavailable`

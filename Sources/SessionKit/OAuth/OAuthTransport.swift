@@ -34,6 +34,13 @@ final class OAuthTransport: Sendable {
         session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
     }
 
+    deinit {
+        // The client is gone, so nothing can send on its session any more (an exchange in flight keeps the
+        // transport alive). Without this the session, its connections and, on Linux, the two descriptors of its
+        // libcurl multi handle would stay for the rest of the process; its delegate does not refer back to it.
+        session.finishTasksAndInvalidate()
+    }
+
     /// Sends `request` and returns the answer, whatever its status.
     ///
     /// - Parameters:

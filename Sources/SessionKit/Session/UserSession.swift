@@ -81,7 +81,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The tasks of requests whose completion handler has not run: what `end()` cancels.
         var requests: [Int: URLSessionTask] = [:]
         var nextTaskID = 0
-        var endHandlers: [@Sendable () -> Void] = []
+        /// What runs at the end, by registration number (``addEndHandler(_:)``), so a handler can be removed.
+        var endHandlers: [Int: @Sendable () -> Void] = [:]
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
@@ -181,12 +182,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///
     /// - Parameter handler: What to run. It must not call back into this session's ``end()``.
     public func onEnd(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = lifetime.withLock { lifetime -> Bool in
-            guard lifetime.isActive else { return true }
-            lifetime.endHandlers.append(handler)
-            return false
-        }
-        if runNow { handler() }
+        addEndHandler(handler)
+    }
+
+    deinit {
+        // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
+        // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
+        // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
+        let (active, handoff) = lifetime.withLock { ($0.isActive, $0.handoffSession) }
+        guard active else { return }  // `end()` invalidated both.
+        urlSession.finishTasksAndInvalidate()
+        handoff?.finishTasksAndInvalidate()
     }
 
     /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
@@ -215,7 +221,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// - Returns: How many requests were cancelled, or `nil` if the session had already ended.
     @discardableResult
     func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Int? {
-        typealias Ended = (requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?)
+        typealias Ended = (requests: [Int: URLSessionTask], handlers: [Int: @Sendable () -> Void], handoff: URLSession?)
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             whileEnding?(lifetime.tokens?.refreshToken)
@@ -243,7 +249,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
-        for handler in ended.handlers { handler() }
+        for key in ended.handlers.keys.sorted() { ended.handlers[key]?() }
         return ended.requests.count
     }
 
