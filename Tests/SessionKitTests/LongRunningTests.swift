@@ -8,7 +8,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// A long-running app keeps nothing per session or per account once it is done with them (issue 14, item 14).
+/// A long-running app keeps nothing per session or per account once it is done with them (issue 14, item 14), and
+/// a deletion of a dead session's record never takes a record it cannot prove is the dead one's (item 12).
 @Suite(.timeLimit(.minutes(2))) struct LongRunningTests {
     // MARK: - End handlers
 
@@ -138,5 +139,49 @@ import Testing
         #expect(vault.accountsWithQueues == 0)
         #expect(try await vault.load(for: account)?.refreshToken == "refresh-kept")
         #expect(vault.accountsWithQueues == 0)
+    }
+
+    // MARK: - Deleting a dead session's record
+
+    /// A store whose reads fail while it is locked (a keyring waiting for its unlock prompt).
+    private final class LockableStore: CredentialStore {
+        let inner = InMemoryCredentialStore()
+        private let locked = Lock(false)
+
+        func lock() { locked.withLock { $0 = true } }
+
+        func save(_ record: CredentialRecord) async throws { await inner.save(record) }
+        func load(for account: Account) async throws -> CredentialRecord? {
+            if locked.withLock({ $0 }) { throw SessionError(.storeUnavailable, "the keyring is locked") }
+            return await inner.load(for: account)
+        }
+        func delete(for account: Account) async throws { await inner.delete(for: account) }
+        func deleteAll() async throws { await inner.deleteAll() }
+        func accounts() async throws -> [Account] { await inner.accounts() }
+    }
+
+    @Test func aRecordThatCannotBeReadIsNotDeletedForADeadToken() async throws {
+        let store = LockableStore()
+        let vault = CredentialVault(store: store)
+        // A newer session of the account has saved its record since the dead one's token was rejected.
+        try await vault.save(CredentialRecord(account: alice, refreshToken: "refresh-newer"))
+        store.lock()
+
+        let error = await vault.enqueueDelete(for: alice, ifHolding: "refresh-dead").value
+
+        #expect(SessionError.Code.of(error ?? CancellationError()) == .storeUnavailable, "the load error is returned")
+        #expect(await store.inner.load(for: alice)?.refreshToken == "refresh-newer", "the newer record was taken")
+    }
+
+    @Test func aRecordIsDeletedOnlyWhenItHoldsTheDeadToken() async throws {
+        let store = InMemoryCredentialStore()
+        let vault = CredentialVault(store: store)
+        try await vault.save(CredentialRecord(account: alice, refreshToken: "refresh-newer"))
+        #expect(await vault.enqueueDelete(for: alice, ifHolding: "refresh-dead").value == nil)
+        #expect(await store.load(for: alice) != nil)
+
+        try await vault.save(CredentialRecord(account: alice, refreshToken: "refresh-dead"))
+        #expect(await vault.enqueueDelete(for: alice, ifHolding: "refresh-dead").value == nil)
+        #expect(await store.load(for: alice) == nil)
     }
 }

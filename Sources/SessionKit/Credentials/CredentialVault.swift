@@ -94,13 +94,15 @@ public final class CredentialVault: Sendable {
     ///   - account: The account whose record to delete.
     ///   - refreshToken: The refresh token the dead session held.
     /// - Returns: The pending deletion; its value is the error, if reading or deleting failed. A record that
-    ///   cannot be read is deleted anyway: it can only be the dead session's or unusable.
+    ///   cannot be read is left as it is: a load error (a locked keyring, a cancelled prompt) proves nothing about
+    ///   whose record it is, and it may be a newer session's.
     @discardableResult
     func enqueueDelete(for account: Account, ifHolding refreshToken: String) -> Task<(any Error)?, Never> {
         let store = self.store
         return enqueue(on: account) {
             do {
-                if let record = try? await store.load(for: account), record.refreshToken != refreshToken {
+                // Only a record proven to hold the dead token is deleted; none, or another token, is left alone.
+                guard let record = try await store.load(for: account), record.refreshToken == refreshToken else {
                     return nil
                 }
                 try await store.delete(for: account)
