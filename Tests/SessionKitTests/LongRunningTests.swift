@@ -59,65 +59,55 @@ import Testing
         #expect(first.endHandlerCount == 1)
     }
 
-    // MARK: - Descriptors
+    // MARK: - Dropped sessions and clients
 
-    /// Open file descriptors of this process. Other tests run in parallel and open some too, so the assertions
-    /// leave a wide margin: the leak they catch is 2 descriptors for each of 200 objects.
-    private static func openDescriptors() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-    }
-
-    /// Waits (at most 10 s) until at most `limit` descriptors are open: an invalidated URLSession closes its own on
-    /// a queue of its own.
-    private static func descriptorsSettle(atMost limit: Int) async -> Int {
+    /// Waits (at most 10 s) until `released` is true: a URLSession may be released on a queue of its own.
+    private static func eventually(_ released: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-        var open = openDescriptors()
-        while open > limit, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-            open = openDescriptors()
-        }
-        return open
+        while !released() && ContinuousClock.now < deadline { await Task.yield() }
+        return released()
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd")))
-    func aSessionDroppedWithoutEndReleasesItsURLSession() async throws {
+    /// A session dropped without `end()` is released, and its URLSession with it (and so its connections and, on
+    /// Linux, the two descriptors of its libcurl multi handle).
+    ///
+    /// `UserSession.deinit` invalidates the URLSession, which Apple's URLSession needs: one never invalidated lives
+    /// until the process exits. On Linux with Swift 6.3.1 a released URLSession goes even without that, so there
+    /// the test catches anything that keeps a dropped session or its URLSession alive. Descriptors are counted by
+    /// the churn benchmark (`churn.descriptors.delta`), in a process that does nothing else: here, other suites open
+    /// and close theirs at the same time.
+    @Test func aSessionDroppedWithoutEndIsReleasedWithItsURLSession() async throws {
         try await LocalServer.withRunning { server async throws in
             server.route("/me") { _ in .json("{}") }
-            let before = Self.openDescriptors()
-            weak var probe: UserSession?
+            let refresher = ScriptedTokenEndpoint { _, _ in tokens("alice") }
+            weak var session: UserSession?
+            weak var urlSession: URLSession?
             do {
-                var sessions: [UserSession] = []
-                for index in 0..<200 {
-                    sessions.append(UserSession(account: alice, tokens: tokens("alice-\(index)")))
-                }
-                // One of them has sent a request, so its task and completion handler existed: they must not keep
-                // the session alive either.
-                _ = try await sessions[0].data(for: URLRequest(url: server.url("/me")))
-                probe = sessions[0]
-                #expect(Self.openDescriptors() >= before + 200, "each live session holds descriptors")
+                let dropped = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: refresher)
+                // Sent a request, as every real session has: its task and handlers must not keep it alive.
+                _ = try await dropped.data(for: URLRequest(url: server.url("/me")))
+                session = dropped
+                urlSession = dropped.urlSession
             }
-            #expect(probe == nil, "something still holds a dropped session")
-            let after = await Self.descriptorsSettle(atMost: before + 50)
-            #expect(after <= before + 50, "\(after - before) descriptors more than before 200 dropped sessions")
+            #expect(await Self.eventually { session == nil }, "something still holds a dropped session")
+            #expect(await Self.eventually { urlSession == nil }, "something still holds a dropped session's URLSession")
         }
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd")))
-    func aReleasedOAuthClientReleasesItsURLSession() async throws {
+    /// A released OAuth client is released with its URLSession (as above: the invalidation in the transport's
+    /// `deinit` is what Apple platforms need; on Linux the test catches whatever keeps them alive).
+    @Test func aReleasedOAuthClientIsReleasedWithItsURLSession() async throws {
         try await MockAuthorizationServer.withRunning { mock async throws in
-            try mock.addUser("alice")
-            let refreshToken = try #require(try mock.issueTokens(for: "alice").refreshToken)
-            let before = Self.openDescriptors()
-            weak var probe: OAuthClient?
+            weak var client: OAuthClient?
+            weak var urlSession: URLSession?
             do {
-                let clients = (0..<200).map { _ in mock.makeClient() }
-                _ = try await clients[0].refresh(using: refreshToken)
-                probe = clients[0]
-                #expect(Self.openDescriptors() >= before + 200, "each client holds descriptors")
+                let released = mock.makeClient()
+                try await released.revoke("refresh-unknown", hint: .refreshToken)
+                client = released
+                urlSession = released.transport.session
             }
-            #expect(probe == nil, "something still holds a released client")
-            let after = await Self.descriptorsSettle(atMost: before + 50)
-            #expect(after <= before + 50, "\(after - before) descriptors more than before 200 released clients")
+            #expect(await Self.eventually { client == nil }, "something still holds a released client")
+            #expect(await Self.eventually { urlSession == nil }, "something still holds a released client's URLSession")
         }
     }
 

@@ -22,7 +22,8 @@ final class OAuthTransport: Sendable {
         var receivedAtWall: Date
     }
 
-    private let session: URLSession
+    /// The client's own session, invalidated with the transport.
+    let session: URLSession
     private let requestTimeout: Duration
     private let clock: any SessionClock
 
