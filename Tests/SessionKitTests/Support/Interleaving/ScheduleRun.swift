@@ -29,6 +29,8 @@ final class ScheduleRun: Sendable {
 
     /// The refresh policy's `waitTimeout`: short, since `outwaitRefresh` moves the clock past it.
     static let waitTimeout = Duration.seconds(5)
+    /// How many switches `switchRace` starts at once.
+    static let racingSwitches = 8
 
     private static let runs = Locked(0)
 
@@ -295,6 +297,25 @@ final class ScheduleRun: Sendable {
     private func switchRace(
         _ step: ScheduleStep, live: [(ordinal: Int, session: UserSession)], step index: Int
     ) async -> String {
+        let idle = accounts.indices.filter { account in
+            !live.contains { model.record($0.ordinal)?.account == account }
+        }
+        if step.variant & 1 == 1, let other = live.first(where: { $0.session !== self.manager.current }) ?? live.first,
+            !idle.isEmpty
+        {
+            // A switch racing a sign-in that makes its session current.
+            let account = idle[step.pick % idle.count]
+            let manager = manager
+            let target = other.session
+            async let switched = ScheduleModel.StepContext.$step.withValue(index) {
+                (try? await manager.switchTo(target)) != nil
+            }
+            let signedIn = await signIn(account, makeCurrent: true, step: index)
+            let didSwitch = await switched
+            model.mark(other.ordinal)
+            let now = manager.current.flatMap { model.ordinal(of: $0) }.map { "#\($0)" } ?? "none"
+            return "switched to #\(other.ordinal)\(didSwitch ? "" : " (refused)") while it \(signedIn); current: \(now)"
+        }
         guard live.count >= 2 else { return "fewer than two live sessions" }
         let first = live[step.pick % live.count]
         let others = live.filter { $0.ordinal != first.ordinal }
@@ -302,7 +323,9 @@ final class ScheduleRun: Sendable {
         let manager = manager
         let switched = await ScheduleModel.StepContext.$step.withValue(index) {
             await withTaskGroup(of: Bool.self) { group in
-                for target in [first.session, second.session] {
+                // Several at once, alternating, so that their unlocked parts overlap often enough to show.
+                for target in Array(repeating: [first.session, second.session], count: Self.racingSwitches / 2).joined()
+                {
                     group.addTask { (try? await manager.switchTo(target)) != nil }
                 }
                 return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -312,7 +335,8 @@ final class ScheduleRun: Sendable {
         model.mark(second.ordinal)
         let now = manager.current.flatMap { model.ordinal(of: $0) }.map { "#\($0)" } ?? "none"
         return
-            "switched to #\(first.ordinal) and #\(second.ordinal) at once (\(switched) of 2 switched); current: \(now)"
+            "switched to #\(first.ordinal) and #\(second.ordinal) \(Self.racingSwitches / 2) times each, all at once "
+            + "(\(switched) of \(Self.racingSwitches) switched); current: \(now)"
     }
 
     /// Signs `account` in; `cancelled` runs the sign-in in a task that is cancelled at once (a screen that went

@@ -47,7 +47,8 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         case outwaitRefresh
         /// Make the next purge (`variant` bit 0: the next two) of the registered resource fail.
         case failPurges
-        /// Switch to two sessions at once (the current one and another, or two others).
+        /// Switch to two sessions, four times each, all at once; `variant` bit 0: switch to
+        /// a session while an account that has none signs in and becomes current.
         case switchRace
         /// Sign in an account that has no live session, preferring one whose sign-out is still in progress (not
         /// let go first), and cancel the sign-in's task at once.
