@@ -280,6 +280,23 @@ final class ScheduleRun: Sendable {
             return "the next \(count) purges of the registered resource fail"
         case .switchRace:
             return await switchRace(step, live: live, step: index)
+        case .signInFails:
+            let account = accounts[step.pick % accounts.count]
+            let error =
+                step.variant & 1 == 1
+                ? SessionError(.userCancelled, "scripted: the user closed the sign-in sheet")
+                : SessionError(.authorizationFailed, "scripted: the provider refused the grant")
+            let makeCurrent = step.variant & 2 == 0
+            let manager = manager
+            do {
+                _ = try await ScheduleModel.StepContext.$step.withValue(index) {
+                    try await manager.signIn(account, makeCurrent: makeCurrent) { throw error }
+                }
+                return "a sign-in of \(account.subject) whose grant failed succeeded"
+            } catch {
+                return "a sign-in of \(account.subject)\(makeCurrent ? " (to be current)" : "") failed: "
+                    + "\((error as? SessionError)?.code.description ?? "\(type(of: error))")"
+            }
         case .signInCancelled:
             let idle = accounts.indices.filter { account in
                 !live.contains { model.record($0.ordinal)?.account == account }

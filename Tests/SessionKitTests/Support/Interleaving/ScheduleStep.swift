@@ -53,6 +53,9 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         /// Sign in an account that has no live session, preferring one whose sign-out is still in progress (not
         /// let go first), and cancel the sign-in's task at once.
         case signInCancelled
+        /// A sign-in whose grant fails (`variant` bit 0: the user cancels it, otherwise the provider refuses) for
+        /// any account, live or not, made current unless `variant` bit 1.
+        case signInFails
     }
 
     let kind: Kind
@@ -68,6 +71,7 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         (.signOutStale, 1), (.switchAccount, 4), (.switchEndingOthers, 1), (.expire, 2), (.revokeOnServer, 2),
         (.invalidateAccess, 2), (.refreshTransient, 2), (.refreshRejected, 2), (.refreshHeld, 4), (.cancelCall, 3),
         (.cancelRefreshCaller, 3), (.outwaitRefresh, 3), (.failPurges, 2), (.switchRace, 2), (.signInCancelled, 2),
+        (.signInFails, 2),
     ]
 
     /// The steps of the schedule `seed` names: a sign-in, then 4 to 13 steps drawn by weight.
