@@ -277,8 +277,12 @@ actor TokenRefresher {
                 case .ended:
                     return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
                 case .committed(let accessToken, let write):
-                    if let write, let error = await write.value {
-                        session.report(.storageFailed(error))
+                    if let write {
+                        if let error = await write.value {
+                            session.report(.storageFailed(error))
+                        } else {
+                            session.report(.stored)
+                        }
                     }
                     session.report(.refreshed)
                     return .success(accessToken)
