@@ -587,10 +587,11 @@ final class ScheduleRun: Sendable {
     /// No refresh token reached the token endpoint twice: a provider with reuse detection would have revoked the
     /// grant, signing a user out who did nothing wrong.
     private func checkReuse(at label: String) {
-        let repeated = users.reduce(0) { $0 + world.mock.repeatedRefreshTokenCount(for: $1) }
-        guard repeated > 0 else { return }
+        let repeated = users.map { ($0, world.mock.repeatedRefreshTokenCount(for: $0)) }.filter { $0.1 > 0 }
+        guard !repeated.isEmpty else { return }
         model.violation(
-            "\(repeated) refresh token\(repeated == 1 ? " was" : "s were") presented to the token endpoint twice",
+            "refresh tokens were presented to the token endpoint twice ("
+                + repeated.map { "\($0.0): \($0.1)" }.joined(separator: ", ") + ")",
             at: label, kind: .reused)
     }
 
