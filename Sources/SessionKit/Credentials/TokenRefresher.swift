@@ -193,7 +193,7 @@ actor TokenRefresher {
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
         if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
-        if let flight = current.withLock({ $0 }) { return try await wait(for: flight) }
+        if let flight = current.withLock({ $0 }) { return try await wait(for: flight, session: session) }
         let proactive = !force && rejected == nil
         if proactive, !tokens.isExpired(at: clock.now, leeway: margin(for: tokens)) {
             return tokens.accessToken
@@ -245,15 +245,23 @@ actor TokenRefresher {
             return flight
         }
         if ended.load(ordering: .sequentiallyConsistent) { sessionEnded() }
-        return try await wait(for: flight)
+        return try await wait(for: flight, session: session)
     }
 
-    private func wait(for flight: Flight) async throws -> String {
-        try await flight.result.value(
-            deadline: clock.now.advanced(by: policy.waitTimeout),
-            clock: clock,
-            timeoutError: SessionError(.refreshTimedOut, "gave up waiting \(policy.waitTimeout) for a token refresh")
-        )
+    /// Waits for `flight` within the wait timeout. A wait that times out is reported as a failed refresh (the
+    /// state shows offline rather than refreshing), while the refresh itself goes on and reports its own outcome.
+    private func wait(for flight: Flight, session: UserSession) async throws -> String {
+        do {
+            return try await flight.result.value(
+                deadline: clock.now.advanced(by: policy.waitTimeout),
+                clock: clock,
+                timeoutError: SessionError(
+                    .refreshTimedOut, "gave up waiting \(policy.waitTimeout) for a token refresh")
+            )
+        } catch let error as SessionError where error.code == .refreshTimedOut {
+            session.report(.refreshFailed(error))
+            throw error
+        }
     }
 
     /// Sends the refresh (with retries of transient failures) and commits its result.
