@@ -620,14 +620,20 @@ final class ScheduleRun: Sendable {
     ///
     /// The manager publishes the state, the current session and the bindings under separate locks, so a refresh
     /// finishing in the background is seen half-applied for an instant: a disagreement counts only if it is still
-    /// there after the background work had many chances to finish (a bounded wait, by yielding).
+    /// there after the background work had many chances to finish: 2,000 yields and 100 ms, whichever is longer
+    /// (a bounded wait that sleeps nowhere; the time bound is for a loaded machine, where a thread half-way through
+    /// can stay descheduled for a while).
     private func checkAgreement(at label: String) async {
         var disagreement: String?
-        for _ in 0..<2_000 {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(100))
+        var yields = 0
+        while true {
             disagreement = agreement()
             guard let seen = disagreement else { return }
             // Already found at an earlier check and still there: no need to wait for it again.
             if model.state.withLock({ $0.reported.contains(seen) }) { break }
+            if yields >= 2_000 && ContinuousClock.now >= deadline { break }
+            yields += 1
             await Task.yield()
         }
         if let disagreement { model.violation(disagreement, at: label, kind: .mismatched) }
