@@ -93,6 +93,8 @@ final class ScheduleModel: Sendable {
         var scripts: [Int: [RefreshScript]] = [:]
         /// Revocations to hold, per session: a signal opened when the revocation arrives, and the gate it waits at.
         var revocationHolds: [Int: (arrived: Gate, gate: Gate)] = [:]
+        /// Token endpoint calls not yet answered.
+        var refreshesInProgress = 0
         var violations: [String] = []
         var kinds: Set<Kind> = []
         var reported: Set<String> = []
@@ -111,6 +113,9 @@ final class ScheduleModel: Sendable {
     }
 
     var violations: [String] { state.withLock { $0.violations } }
+
+    /// Token endpoint calls not yet answered.
+    var refreshesInProgress: Int { state.withLock { $0.refreshesInProgress } }
 
     /// The kinds of the violations found.
     var kinds: Set<Kind> { state.withLock { $0.kinds } }
@@ -215,6 +220,8 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
     let clock: ManualClock
 
     func refresh(using refreshToken: String) async throws -> TokenSet {
+        model.state.withLock { $0.refreshesInProgress += 1 }
+        defer { model.state.withLock { $0.refreshesInProgress -= 1 } }
         switch model.takeScript(for: model.owner(of: refreshToken)) {
         case .transient?:
             throw SessionError(.providerOutage, "scripted outage", statusCode: 503)

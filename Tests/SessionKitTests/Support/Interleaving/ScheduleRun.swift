@@ -102,6 +102,8 @@ final class ScheduleRun: Sendable {
         }
         await settle()
         await check(at: "after signing every account out")
+        // Behind every credential operation already queued (a rejected session's deletion among them).
+        for account in accounts { _ = try? await manager.vault.load(for: account) }
         if let remaining = try? await store.accounts(), !remaining.isEmpty {
             model.violation("\(remaining.count) credential records remain after every account signed out", at: "end")
         }
@@ -122,7 +124,7 @@ final class ScheduleRun: Sendable {
         return steps.withLock { $0 } + calls
     }
 
-    /// Opens every gate and waits for everything started to finish.
+    /// Opens every gate and waits for everything started to finish, refreshes whose callers left included.
     private func settle() async {
         while true {
             let open = gates.withLock { gates in
@@ -138,8 +140,11 @@ final class ScheduleRun: Sendable {
                 defer { calls.removeAll() }
                 return Array(calls.values)
             }
-            if open.isEmpty && tasks.isEmpty && calls.isEmpty { return }
+            // A refresh that outlived its callers (they were cancelled or gave up waiting) goes on: wait for it too.
+            let refreshing = model.refreshesInProgress
+            if open.isEmpty && tasks.isEmpty && calls.isEmpty && refreshing == 0 { return }
             for task in tasks + calls { await task.value }
+            if refreshing > 0 { await Task.yield() }
         }
     }
 
