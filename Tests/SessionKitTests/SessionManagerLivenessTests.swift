@@ -45,7 +45,8 @@ import Testing
         try Data("new".utf8).write(to: directory.appendingPathComponent("notes.txt"))
 
         let relaunched = SessionManager(
-            configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), dataDirectory: root))
+            configuration: .init(
+                store: store, tokenEndpoint: rotatingEndpoint(), dataDirectory: root, launchBudget: .seconds(120)))
         relaunched.register(analytics)
         #expect(await relaunched.restore() == .active(alice, offline: false))
         #expect(relaunched.current?.tokens?.refreshToken == "refresh-alice-1")
@@ -84,7 +85,8 @@ import Testing
         try await manager.signIn(first, tokens: tokens(first.subject))
         try await manager.switchTo(lastSession)
 
-        let relaunched = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        let relaunched = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), launchBudget: .seconds(120)))
         #expect(await relaunched.restore() == .active(last, offline: false))
         #expect(relaunched.current?.account == last)
         #expect(relaunched.sessions.count == 2)
@@ -151,7 +153,8 @@ import Testing
 
     @Test func aRotatedTokenThatCouldNotBeStoredIsVisibleUntilAWriteSucceeds() async throws {
         let store = SaveRefusingStore()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), launchBudget: .seconds(120)))
         let session = try await manager.signIn(alice, tokens: tokens("alice"))
         store.refusesSaves.withLock { $0 = true }
         try await session.refreshTokens()

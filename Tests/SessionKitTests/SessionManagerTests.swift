@@ -129,7 +129,8 @@ func temporaryDirectory() throws -> URL {
         let store: any CredentialStore = InMemoryCredentialStore()
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         let endpoint = rotatingEndpoint()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
         let state = await manager.restore()
         #expect(state == .active(alice, offline: false))
         #expect(manager.current?.tokens?.accessToken == "token-alice-1")
@@ -155,7 +156,8 @@ func temporaryDirectory() throws -> URL {
         let endpoint = ScriptedTokenEndpoint { _, _ in
             throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
         }
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
         let state = await manager.restore()
         #expect(state == .reauthenticationRequired(alice))
         #expect(endpoint.count == 1, "no loop")
@@ -177,7 +179,9 @@ func temporaryDirectory() throws -> URL {
         try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
         try JSONEncoder().encode(alice).write(to: journal.appendingPathComponent("\(alice.storageKey).json"))
         let endpoint = rotatingEndpoint()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint, dataDirectory: root))
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: endpoint, dataDirectory: root, launchBudget: .seconds(120)))
         #expect(await manager.restore() == .signedOut)
         #expect(endpoint.count == 0, "nothing authenticated with a record that was to be purged")
         #expect(try await store.load(for: alice) == nil)
@@ -192,7 +196,8 @@ func temporaryDirectory() throws -> URL {
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         store.refusal.withLock { $0 = SessionError(code, "refused") }
         let endpoint = rotatingEndpoint()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
         let state = await manager.restore()
         guard case .failed(let error) = state else {
             Issue.record("expected failed, got \(state)")
@@ -212,7 +217,8 @@ func temporaryDirectory() throws -> URL {
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
         store.refusal.withLock { $0 = SessionError(.storeUnavailable, "locked") }
         store.refusesListing.withLock { $0 = true }
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), launchBudget: .seconds(120)))
         #expect(await manager.restore() == .failed(SessionError(.storeUnavailable, "locked")))
         store.refusal.withLock { $0 = nil }
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice")
@@ -224,7 +230,8 @@ func temporaryDirectory() throws -> URL {
         try await store.save(CredentialRecord(account: bob, refreshToken: "refresh-bob"))
         store.refusedAccount.withLock { $0 = alice }
         store.refusal.withLock { $0 = SessionError(.userCancelled, "dismissed") }
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: rotatingEndpoint()))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), launchBudget: .seconds(120)))
         #expect(await manager.restore() == .active(bob, offline: false))
         #expect(manager.sessions.map(\.account) == [bob])
         store.refusal.withLock { $0 = nil }
@@ -238,7 +245,8 @@ func temporaryDirectory() throws -> URL {
         let endpoint = ScriptedTokenEndpoint { _, _ in
             throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
         }
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
         let dead = try await manager.signIn(alice, tokens: tokens("alice"))
         #expect(try await manager.vault.load(for: alice)?.refreshToken == dead.tokens?.refreshToken)
         // A newer session of alice saved its record before the dead one's deletion ran.
@@ -276,7 +284,8 @@ func temporaryDirectory() throws -> URL {
             let endpoint = ScriptedTokenEndpoint { _, _ in
                 throw SessionError(.refreshRejected, "invalid_grant", oauthError: "invalid_grant")
             }
-            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
             let session = try await manager.signIn(alice, tokens: tokens("alice"))
             let error = await #expect(throws: SessionError.self) { try await session.data(for: get(server, "/me")) }
             #expect(error?.code == .refreshRejected)
@@ -292,7 +301,8 @@ func temporaryDirectory() throws -> URL {
             let gate = Gate()
             let store: any CredentialStore = InMemoryCredentialStore()
             let endpoint = rotatingEndpoint(gate: gate)
-            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
             let session = try await manager.signIn(alice, tokens: tokens("alice"))
             let refresh = Task { try await session.refreshTokens() }
             await gate.waitForArrivals(1)
