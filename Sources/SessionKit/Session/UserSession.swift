@@ -47,6 +47,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         public var storesAccessToken: Bool
         /// The clock for expiry, backoff and timeouts.
         public var clock: any SessionClock
+        /// Tests only: runs between a request's task creation and its start, so a test can end the session in
+        /// exactly that window. `nil` (one branch per request) everywhere else.
+        var beforeStart: (@Sendable (UserSession) -> Void)?
 
         /// Creates a configuration.
         ///
