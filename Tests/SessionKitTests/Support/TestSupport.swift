@@ -48,6 +48,19 @@ func eventually(_ condition: @Sendable () -> Bool) async {
     while !condition() { await Task.yield() }
 }
 
+/// Awaits `condition` by yielding for at most `limit` of wall-clock time, so that a condition that never comes
+/// fails the test with a name instead of hanging it.
+///
+/// - Returns: Whether `condition` became true in time.
+func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: limit)
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        await Task.yield()
+    }
+    return true
+}
+
 /// A token endpoint scripted by the test: counts calls, can be held at a gate, answers from a closure.
 final class ScriptedTokenEndpoint: TokenEndpoint {
     private let calls = Lock<[String]>([])
