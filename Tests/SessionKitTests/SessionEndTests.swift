@@ -12,7 +12,7 @@ import Testing
 /// What `end()` promises (README promises 2, 3 and 4), each checked so that breaking it fails a test: requests in
 /// flight are cancelled on the wire, a request created but not started never leaves, the cache is empty, and a
 /// request carries this session's token whatever header it came with.
-@Suite(.timeLimit(.minutes(2))) struct SessionEndTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct SessionEndTests {
     /// A request held by a server handler that is never released can only finish if `end()` cancels it: the
     /// handler sees its connection closed (its task is cancelled), and the caller gets `sessionEnded`. A response
     /// dropped after it arrives cannot pass for a cancellation here, because no response is ever sent.
@@ -96,6 +96,18 @@ import Testing
                 return
             }
         }
+    }
+
+    /// A container bound to the session holds its data until `end()`, which empties it, by whatever route the
+    /// session ends (the manager's sign-out rebinds its containers itself; a session ended directly must too).
+    @Test func endEmptiesTheContainersBoundToTheSession() {
+        let session = UserSession(account: alice, tokens: tokens("alice"))
+        let profile = SessionScoped<String>(empty: "")
+        profile.bind(to: session)
+        #expect(profile.commit("alice's profile", from: session))
+        session.end()
+        #expect(profile.value == "")
+        #expect(profile.session === session, "still bound: only its contents are gone")
     }
 
     /// A request that arrives with an `Authorization` header of its own (another account's token, copied from
