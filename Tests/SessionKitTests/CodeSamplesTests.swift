@@ -13,7 +13,7 @@ import Testing
 /// Each sample sits between `// sample-begin: <name>` and `// sample-end: <name>`. In a document, the fenced
 /// `swift` block that follows `<!-- sample: <name> -->` must equal the sample with its common indentation removed.
 /// Change a sample here first, run `swift format format -i`, then paste it into the document.
-@Suite struct CodeSamplesTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct CodeSamplesTests {
     @Test func readmeExample() async throws {
         try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
             try mock.addUser("alice")

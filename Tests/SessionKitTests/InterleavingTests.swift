@@ -36,7 +36,8 @@ import Testing
 /// It prints one line, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke an
 /// invariant. On a failure it also prints the first failing schedule's seed, its violations, and the shortest
 /// failing trace it found by re-running the schedule with steps removed.
-@Suite struct InterleavingTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(45, by: "SESSIONKIT_SCHEDULES", reference: 10_000))))
+struct InterleavingTests {
     private static let batchSize = 250
     private static let parallelSchedules = 4
 

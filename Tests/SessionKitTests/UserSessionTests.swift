@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(3))) struct UserSessionTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct UserSessionTests {
     /// The article's sequence: Alice's load has its response in hand but has not committed it yet; she signs
     /// out and Bob signs in; her commit, made after that, is refused and never reaches Bob's state. The commit is
     /// held at a gate after `data(for:)` returned, so it is the check at commit that is tested, not `data(for:)`
