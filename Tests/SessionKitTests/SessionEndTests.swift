@@ -110,6 +110,28 @@ import Testing
         #expect(profile.session === session, "still bound: only its contents are gone")
     }
 
+    /// Each session keeps its cookies in a storage of its own, never the process's shared one: a cookie one
+    /// session holds is invisible to another. Checked on the storages themselves, because a behavioural check
+    /// through requests races every other test's `end()`, which empties its session's storage (the shared one, if
+    /// sessions used it).
+    @Test func sessionsDoNotShareACookieStorage() throws {
+        let a = UserSession(account: alice, tokens: tokens("alice"))
+        let b = UserSession(account: bob, tokens: tokens("bob"))
+        defer {
+            a.end()
+            b.end()
+        }
+        let storageA = try #require(a.urlSession.configuration.httpCookieStorage)
+        let storageB = try #require(b.urlSession.configuration.httpCookieStorage)
+        #expect(storageA !== storageB)
+        #expect(storageA !== HTTPCookieStorage.shared)
+        let cookie = try #require(
+            HTTPCookie(properties: [.domain: "127.0.0.1", .path: "/", .name: "sid", .value: "alice"]))
+        storageA.setCookie(cookie)
+        #expect(storageA.cookies?.map(\.value) == ["alice"])
+        #expect(storageB.cookies?.isEmpty ?? true)
+    }
+
     /// A request that arrives with an `Authorization` header of its own (another account's token, copied from
     /// elsewhere) reaches the server with this session's token: the header is replaced, never kept.
     @Test func aRequestCarryingAnotherTokenReachesTheServerWithThisSessionsToken() async throws {
