@@ -14,11 +14,21 @@
 //       token ever crosses the pipe. Prints `begin <op> <user> <n>` before and `end <op> <user> <n>` after each
 //       operation (op: sign-in, refresh, sign-out; n: the generation it writes, or holds for a sign-out), and
 //       `ready` once both are signed in.
+//   SessionKitCrashChild sign-out <root> <with-data|without-data> <revocation-µs>
+//       Signs alice in through a SessionManager over a FileCredentialStore in <root>/credentials (with its data
+//       directory in <root>/data for `with-data`, none for `without-data`), writes files in her directory and a marker
+//       that a registered purge step deletes, prints `ready`, then signs her out with revocation through a revoker
+//       that answers after <revocation-µs> microseconds (0: never, so revocation hangs until the server timeout).
+//       Prints `begin sign-out` once `current` is no longer alice (the intent is durable from that instant on) and
+//       `end sign-out` when sign-out returns, then waits to be killed.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 import Foundation
 import SessionKit
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -181,6 +191,60 @@ func lifecycle(root: String, seed: UInt64) async {
     }
 }
 
+/// A revoker that answers after a fixed delay, or never.
+struct DelayedRevoker: TokenRevoker {
+    let microseconds: UInt64
+
+    func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        if microseconds == 0 {
+            try await Task.sleep(for: .seconds(3600))
+        } else {
+            try await Task.sleep(for: .microseconds(microseconds))
+        }
+    }
+}
+
+func signOut(root: String, withData: Bool, revocationDelay: UInt64) async {
+    let rootURL = URL(fileURLWithPath: root)
+    do {
+        let store = try FileCredentialStore(directory: rootURL.appendingPathComponent("credentials"))
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: CountingTokenEndpoint(),
+                revoker: DelayedRevoker(microseconds: revocationDelay),
+                dataDirectory: withData ? rootURL.appendingPathComponent("data") : nil))
+        let markers = rootURL.appendingPathComponent("markers")
+        try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
+        manager.register(
+            PurgeStep("marker") { account in
+                let marker = markers.appendingPathComponent(account.storageKey)
+                if FileManager.default.fileExists(atPath: marker.path) {
+                    try FileManager.default.removeItem(at: marker)
+                }
+            })
+        let account = Account(issuer: "https://crash.sessionkit.invalid", subject: "alice")
+        try await manager.signIn(account, tokens: lifecycleTokens("alice", 1))
+        if let directory = manager.directory(for: account) {
+            for name in ["notes.txt", "cache.db"] {
+                try Data("alice's \(name)".utf8).write(to: directory.appendingPathComponent(name))
+            }
+        }
+        try manager.outbox(for: account).enqueue(URLRequest(url: URL(string: "https://api.invalid/comments")!))
+        try Data("alice".utf8).write(to: markers.appendingPathComponent(account.storageKey))
+        emit("ready")
+        var options = SignOutOptions()
+        options.serverTimeout = .seconds(2)
+        let signingOut = Task { await manager.signOut(options: options) }
+        while manager.current != nil { await Task.yield() }
+        emit("begin sign-out")
+        _ = await signingOut.value
+        emit("end sign-out")
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -188,9 +252,15 @@ case ("save-loop", 2):
 case ("lifecycle", 3):
     guard let seed = UInt64(arguments[2]) else { fail("the seed must be an unsigned integer") }
     await lifecycle(root: arguments[1], seed: seed)
+case ("sign-out", 4):
+    guard let delay = UInt64(arguments[3]), ["with-data", "without-data"].contains(arguments[2]) else {
+        fail("usage: SessionKitCrashChild sign-out <root> <with-data|without-data> <revocation-µs>")
+    }
+    await signOut(root: arguments[1], withData: arguments[2] == "with-data", revocationDelay: delay)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
     fail(
-        "usage: SessionKitCrashChild save-loop <directory> | lifecycle <root> <seed> | secret-service-check <service>")
+        "usage: SessionKitCrashChild save-loop <directory> | lifecycle <root> <seed> | "
+            + "sign-out <root> <with-data|without-data> <revocation-µs> | secret-service-check <service>")
 }

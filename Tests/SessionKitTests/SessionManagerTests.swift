@@ -49,7 +49,7 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
-    @Test func signOutRunsDetachClearCancelBeforeRevokeAndPurgesLast() async throws {
+    @Test func signOutRunsDetachClearCancelAndDeletesTheRecordBeforeRevoking() async throws {
         let gate = Gate()
         let store: any CredentialStore = InMemoryCredentialStore()
         let revoker = ScriptedRevoker(gate: gate)
@@ -71,7 +71,8 @@ func temporaryDirectory() throws -> URL {
         #expect(manager.state == .signedOut)
         #expect(profile.value == "")
         #expect(!session.isActive)
-        #expect(try await store.load(for: alice) != nil, "purge comes after revocation")
+        // The record is deleted before any server is contacted: a kill during revocation cannot bring Alice back.
+        #expect(try await store.load(for: alice) == nil, "the record is gone before revocation")
         gate.open()
         let report = await signOut.value
         #expect(report.refreshTokenRevocation == .succeeded)

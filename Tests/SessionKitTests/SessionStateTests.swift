@@ -17,7 +17,8 @@ import Testing
         ("rf", .restoreFailed(failure)), ("si", .signInStarted), ("sd", .signedIn(bob)), ("sf", .signInFailed(failure)),
         ("rfs", .refreshStarted),
         ("rfok", .refreshSucceeded), ("rft", .refreshFailedTransiently), ("rfr", .refreshRejected),
-        ("uc", .userCancelled), ("so", .signedOut), ("sw", .switched(bob)),
+        ("uc", .userCancelled), ("so", .signedOut), ("sw", .switched(bob)), ("rj", .restoreRejected(bob)),
+        ("sa", .signInAbandoned(bob)), ("rff", .refreshFailed),
     ]
 
     /// Every (state, event) pair, written out. `=` means the state is unchanged.
@@ -26,36 +27,44 @@ import Testing
             "rs": "=", "rd": "Act(bob)", "ro": "Off(bob)", "rn": "S", "rf": "F", "si": "=", "sd": "=", "sf": "=",
             "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "=",
+            "rj": "RA(bob)", "sa": "=", "rff": "=",
         ],
         "S": [
             "rs": "R", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
             "rfok": "=",
             "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "=",
         ],
         "A": [
             "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "=", "sd": "Act(bob)", "sf": "F", "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "S", "so": "S", "sw": "=",
+            "rj": "=", "sa": "Act(bob)", "rff": "=",
         ],
         "Act": [
             "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "=", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "Act",
         ],
         "Off": [
             "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "Ref",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "=", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "Act",
         ],
         "Ref": [
             "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
             "rfok": "Act", "rft": "Off", "rfr": "RA", "uc": "Act", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "Act",
         ],
         "RA": [
             "rs": "=", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "Act(bob)", "sf": "=", "rfs": "=",
             "rfok": "=", "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "=",
         ],
         "F": [
             "rs": "R", "rd": "=", "ro": "=", "rn": "=", "rf": "=", "si": "A", "sd": "=", "sf": "=", "rfs": "=",
             "rfok": "=",
             "rft": "=", "rfr": "=", "uc": "=", "so": "S", "sw": "Act(bob)",
+            "rj": "=", "sa": "=", "rff": "=",
         ],
     ]
 
@@ -72,6 +81,7 @@ import Testing
         case "F": .failed(failure)
         case "Act(bob)": .active(bob, offline: false)
         case "Off(bob)": .active(bob, offline: true)
+        case "RA(bob)": .reauthenticationRequired(bob)
         default: preconditionFailure("unknown code \(code)")
         }
     }

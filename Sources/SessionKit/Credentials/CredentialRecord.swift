@@ -29,6 +29,9 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     public var tokenType: String
     /// When the record was written, on the wall clock.
     public var savedAt: Date
+    /// When the account last became the app's current one, so that restore brings back the account that was current
+    /// when the app closed; `nil` in records saved before it was kept.
+    public var selectedAt: Date?
 
     /// Creates a record.
     ///
@@ -41,6 +44,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     ///   - scope: The granted scope.
     ///   - tokenType: The token type.
     ///   - savedAt: When it was written.
+    ///   - selectedAt: When the account last became the current one.
     public init(
         account: Account,
         refreshToken: String?,
@@ -49,7 +53,8 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         idToken: String? = nil,
         scope: String? = nil,
         tokenType: String = "Bearer",
-        savedAt: Date = Date()
+        savedAt: Date = Date(),
+        selectedAt: Date? = nil
     ) {
         self.version = Self.currentVersion
         self.account = account
@@ -60,6 +65,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         self.scope = scope
         self.tokenType = tokenType
         self.savedAt = savedAt
+        self.selectedAt = selectedAt
     }
 
     /// The account and which tokens are present, with every token redacted.

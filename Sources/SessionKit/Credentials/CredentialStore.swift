@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where an account's credentials live between launches.
 ///
 /// Implementations are named by what backs them: ``InMemoryCredentialStore``, `FileCredentialStore`,
@@ -37,4 +39,14 @@ public protocol CredentialStore: Sendable {
     /// - Returns: The accounts, in no particular order.
     /// - Throws: ``SessionError`` (`storageFailure`, `storeUnavailable`).
     func accounts() async throws -> [Account]
+}
+
+/// A credential store that keeps its records in a directory of its own.
+///
+/// When the app gives ``SessionManager`` no data directory, the manager keeps its sign-out intents (the purge
+/// journal) in a folder inside this directory, so that a sign-out interrupted by a kill is finished at the next
+/// launch in that configuration too. ``FileCredentialStore`` is one.
+public protocol DirectoryBackedCredentialStore: CredentialStore {
+    /// The directory holding the records.
+    var directory: URL { get }
 }

@@ -31,7 +31,7 @@ import Foundation
 /// - Important: Operations on one store run one at a time, in the order they were called, on a queue of
 ///   their own (never on the cooperative thread pool). Two stores, or two processes, on the same directory
 ///   are not serialized with each other; each save is still atomic, and the last rename wins.
-public final class FileCredentialStore: CredentialStore {
+public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// The directory holding the records.
     public let directory: URL
 

@@ -24,8 +24,8 @@
     /// removes it.
     ///
     /// - Important: libsecret's calls block on D-Bus round trips. They run one at a time, in call order, on a
-    ///   dispatch queue that all Secret Service stores of the process share, never on the cooperative thread
-    ///   pool. A call whose task is cancelled still completes.
+    ///   dispatch queue of this store's own, never on the cooperative thread pool, so an unlock prompt that holds
+    ///   one store's calls holds no other store's. A call whose task is cancelled still completes.
     public final class SecretServiceCredentialStore: CredentialStore {
         /// The Secret Service schema name of SessionKit's items.
         public static let schemaName = "dev.sessionkit.credentials"
@@ -33,7 +33,7 @@
         /// The name that scopes this store's items, such as your app's identifier.
         public let service: String
 
-        private static let queue = BlockingWorkQueue(label: "SessionKit.SecretServiceCredentialStore")
+        private let queue = BlockingWorkQueue(label: "SessionKit.SecretServiceCredentialStore")
 
         /// Creates a store for the items of `service`; nothing is loaded or contacted until the first call.
         ///
@@ -52,7 +52,7 @@
         ///   (`DBUS_SESSION_BUS_ADDRESS` unset), the service (it did not answer, with D-Bus's reason), or its
         ///   default keyring.
         public func checkAvailability() async throws {
-            try await Self.queue.run {
+            try await queue.run {
                 let library = try Self.prepare()
                 try Self.requireDefaultCollection(library)
             }
@@ -65,7 +65,7 @@
         ///   with no way to unlock it), `userCancelled` (an unlock prompt was dismissed), `storageFailure`
         ///   (the service refused, with its message), `invalidInput` (a record of another version).
         public func save(_ record: CredentialRecord) async throws {
-            try await Self.queue.run { [service] in
+            try await queue.run { [service] in
                 let library = try Self.prepare()
                 var json = try CredentialRecordCoding.encode(record)
                 defer { SecureWipe.wipe(&json) }
@@ -105,7 +105,7 @@
         /// - Throws: ``SessionError`` `corruptCredentials` (the item fails its checks; it is left in place),
         ///   `storeUnavailable`, `userCancelled`, `storageFailure`.
         public func load(for account: Account) async throws -> CredentialRecord? {
-            try await Self.queue.run { [service] () throws -> CredentialRecord? in
+            try await queue.run { [service] () throws -> CredentialRecord? in
                 let library = try Self.prepare()
                 return try Self.record(library, service: service, account: account)
             }
@@ -116,7 +116,7 @@
         /// - Parameter account: The account whose record to delete.
         /// - Throws: ``SessionError`` `storeUnavailable`, `userCancelled`, `storageFailure`.
         public func delete(for account: Account) async throws {
-            try await Self.queue.run { [service] in
+            try await queue.run { [service] in
                 let library = try Self.prepare()
                 try Self.clear(
                     library,
@@ -130,7 +130,7 @@
         ///
         /// - Throws: ``SessionError`` `storeUnavailable`, `userCancelled`, `storageFailure`.
         public func deleteAll() async throws {
-            try await Self.queue.run { [service] in
+            try await queue.run { [service] in
                 let library = try Self.prepare()
                 try Self.clear(library, ["service": service], action: "deleting the records of service \(service)")
             }
@@ -141,7 +141,7 @@
         /// - Returns: The accounts, in no particular order.
         /// - Throws: ``SessionError`` `storeUnavailable`, `userCancelled`, `storageFailure`.
         public func accounts() async throws -> [Account] {
-            try await Self.queue.run { [service] in
+            try await queue.run { [service] in
                 let library = try Self.prepare()
                 var accounts: [Account] = []
                 for key in try Self.accountKeys(library, service: service) {

@@ -20,16 +20,26 @@ public protocol TokenEndpoint: Sendable {
 /// When a session refreshes its access token, and the bounds that stop a refresh loop.
 public struct RefreshPolicy: Sendable {
     /// Refresh proactively when less than this remains of the access token's lifetime.
+    ///
+    /// For short-lived tokens the leeway and the jitter shrink together so that their sum is at most half the
+    /// token's lifetime: a token is never refreshed proactively in the first half of its life.
     public var leeway: Duration
     /// Each session adds a random part of this to its leeway, so many clients do not refresh in step.
     public var jitter: Duration
     /// At most this many refreshes, successful ones included, within ``window``; a server that keeps answering
     /// 401 to fresh tokens is stopped here instead of being asked for a token in a loop.
+    ///
+    /// Proactive refreshes of tokens that live at least `2 × window / maximumRefreshes` (12 s by default) do not
+    /// count: a well-behaved server never trips the guard.
     public var maximumRefreshes: Int
     /// The sliding window over which ``maximumRefreshes`` is counted: a refresh beyond the count within it fails
     /// with `excessiveRefresh` instead of reaching the token endpoint.
     public var window: Duration
     /// How long a caller waits for a refresh before giving up with `refreshTimedOut`.
+    ///
+    /// It bounds the caller's wait, not the refresh: a refresh that outlives its callers goes on, and every
+    /// refresh needed meanwhile waits for it instead of presenting the same refresh token again. The token
+    /// endpoint's own deadline (``OAuthClient``'s timeout) bounds the refresh.
     public var waitTimeout: Duration
     /// How transient token-endpoint failures (network, 5xx, 429) are retried within one refresh.
     public var retryPolicy: RetryPolicy
@@ -72,6 +82,8 @@ public struct RefreshPolicy: Sendable {
 ///   terminal.
 /// - A loop guard caps refreshes per window.
 actor TokenRefresher {
+    /// A refresh in flight. It belongs to the refresher, not to the caller that started it: it ends only when the
+    /// refresh itself resolves (or the session ends), whatever becomes of the callers waiting for it.
     private struct Flight: Sendable {
         let task: Task<Void, Never>
         let result: Broadcast<String>
@@ -118,8 +130,42 @@ actor TokenRefresher {
     /// - Throws: What a refresh throws.
     nonisolated func refreshIfExpiring(_ session: UserSession) async throws {
         guard let tokens = session.tokens else { throw SessionError.ended }
-        guard tokens.isExpired(at: clock.now, leeway: policy.leeway + jitterOffset) else { return }
+        guard tokens.isExpired(at: clock.now, leeway: margin(for: tokens)) else { return }
         _ = try await refresh(session, rejected: nil)
+    }
+
+    /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of
+    /// the jitter, scaled down for short-lived tokens so that the margin is never more than half the lifetime.
+    ///
+    /// Without the scaling a 60-second token with the default 60 s leeway would look expired the moment it arrived
+    /// and every request would refresh. Scaled, a token is refreshed at the earliest half-way through its life,
+    /// keeping the jitter's spread in proportion.
+    ///
+    /// - Parameter tokens: The tokens in hand.
+    /// - Returns: The margin.
+    nonisolated func margin(for tokens: TokenSet) -> Duration {
+        Self.margin(lifetime: tokens.lifetime, leeway: policy.leeway, jitter: policy.jitter, offset: jitterOffset)
+    }
+
+    /// The proactive-refresh margin for a token of `lifetime`; see ``margin(for:)``.
+    static func margin(lifetime: Duration?, leeway: Duration, jitter: Duration, offset: Duration) -> Duration {
+        let full = leeway + offset
+        guard let lifetime, lifetime > .zero else { return full }
+        let ceiling = leeway + jitter
+        let half = lifetime / 2
+        guard ceiling > half, ceiling > .zero else { return full }
+        return full * (half / ceiling)
+    }
+
+    /// Whether a proactive refresh of `tokens` counts against the loop guard.
+    ///
+    /// Refreshes after a 401, forced ones, and proactive ones of tokens so short-lived that proactive refreshes
+    /// alone could exceed ``RefreshPolicy/maximumRefreshes`` within ``RefreshPolicy/window``, count; a proactive
+    /// refresh of a token that lived long enough is the server working as designed, and never trips the guard.
+    private func countsAgainstLoopGuard(_ tokens: TokenSet, proactive: Bool) -> Bool {
+        guard proactive, let lifetime = tokens.lifetime, policy.maximumRefreshes > 0 else { return true }
+        // A proactive refresh comes at least half a lifetime after the previous one.
+        return lifetime / 2 * policy.maximumRefreshes < policy.window
     }
 
     /// Recovers from a 401 to a request sent with `rejectedToken`.
@@ -147,15 +193,17 @@ actor TokenRefresher {
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
         if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
-        if let flight = current.withLock({ $0 }) { return try await wait(for: flight) }
-        if !force, rejected == nil, !tokens.isExpired(at: clock.now, leeway: policy.leeway + jitterOffset) {
+        if let flight = current.withLock({ $0 }) { return try await wait(for: flight, session: session) }
+        let proactive = !force && rejected == nil
+        if proactive, !tokens.isExpired(at: clock.now, leeway: margin(for: tokens)) {
             return tokens.accessToken
         }
 
         // Loop guard: successful refreshes count too.
         let now = clock.now
         history.removeAll { $0.advanced(by: policy.window) <= now }
-        guard history.count < policy.maximumRefreshes else {
+        let counts = countsAgainstLoopGuard(tokens, proactive: proactive)
+        guard !counts || history.count < policy.maximumRefreshes else {
             throw SessionError(
                 .excessiveRefresh,
                 "\(history.count) refreshes within \(policy.window); refusing another"
@@ -164,42 +212,56 @@ actor TokenRefresher {
         guard let refreshToken = tokens.refreshToken else {
             throw SessionError(.accessExpired, "the access token was rejected and there is no refresh token")
         }
-        history.append(now)
+        if counts { history.append(now) }
         session.report(.refreshStarted)
 
         let result = Broadcast<String>()
-        let task = Task { [endpoint, policy, clock] in
-            let outcome = await Self.run(
-                endpoint: endpoint,
-                refreshToken: refreshToken,
-                policy: policy,
-                clock: clock,
-                session: session
-            )
-            // Reported before the waiters resume, so the owner has reacted (ending the session, purging its
-            // credentials) by the time any caller sees the error.
-            if case .failure(let error as SessionError) = outcome {
-                session.report(error.code == .refreshRejected ? .refreshRejected(error) : .refreshFailed(error))
+        // The flight is published and its task created under one lock, and the task forgets the flight under the
+        // same lock before it resolves it: the flight stays reachable exactly as long as the refresh runs, however
+        // many callers stop waiting (a cancelled task, a wait that timed out), so no second refresh can present
+        // the same refresh token meanwhile.
+        let slot = current
+        let flight = slot.withLock { inFlight -> Flight in
+            let task = Task { [endpoint, policy, clock] in
+                let outcome = await Self.run(
+                    endpoint: endpoint,
+                    refreshToken: refreshToken,
+                    policy: policy,
+                    clock: clock,
+                    session: session
+                )
+                // Reported before the waiters resume, so the owner has reacted (ending the session, purging its
+                // credentials) by the time any caller sees the error.
+                if case .failure(let error as SessionError) = outcome {
+                    session.report(error.code == .refreshRejected ? .refreshRejected(error) : .refreshFailed(error))
+                }
+                slot.withLock { flight in
+                    if flight?.result === result { flight = nil }
+                }
+                result.resolve(outcome)
             }
-            result.resolve(outcome)
+            let flight = Flight(task: task, result: result)
+            inFlight = flight
+            return flight
         }
-        let flight = Flight(task: task, result: result)
-        current.withLock { $0 = flight }
         if ended.load(ordering: .sequentiallyConsistent) { sessionEnded() }
-        defer {
-            current.withLock { current in
-                if current?.result === result { current = nil }
-            }
-        }
-        return try await wait(for: flight)
+        return try await wait(for: flight, session: session)
     }
 
-    private func wait(for flight: Flight) async throws -> String {
-        try await flight.result.value(
-            deadline: clock.now.advanced(by: policy.waitTimeout),
-            clock: clock,
-            timeoutError: SessionError(.refreshTimedOut, "gave up waiting \(policy.waitTimeout) for a token refresh")
-        )
+    /// Waits for `flight` within the wait timeout. A wait that times out is reported as a failed refresh (the
+    /// state shows offline rather than refreshing), while the refresh itself goes on and reports its own outcome.
+    private func wait(for flight: Flight, session: UserSession) async throws -> String {
+        do {
+            return try await flight.result.value(
+                deadline: clock.now.advanced(by: policy.waitTimeout),
+                clock: clock,
+                timeoutError: SessionError(
+                    .refreshTimedOut, "gave up waiting \(policy.waitTimeout) for a token refresh")
+            )
+        } catch let error as SessionError where error.code == .refreshTimedOut {
+            session.report(.refreshFailed(error))
+            throw error
+        }
     }
 
     /// Sends the refresh (with retries of transient failures) and commits its result.
@@ -223,8 +285,12 @@ actor TokenRefresher {
                 case .ended:
                     return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
                 case .committed(let accessToken, let write):
-                    if let write, let error = await write.value {
-                        session.report(.storageFailed(error))
+                    if let write {
+                        if let error = await write.value {
+                            session.report(.storageFailed(error))
+                        } else {
+                            session.report(.stored)
+                        }
                     }
                     session.report(.refreshed)
                     return .success(accessToken)

@@ -9,20 +9,22 @@ import Synchronization
 ///
 /// The outbox lives in the account's directory. At sign-out it is deleted with the account's data or, if the
 /// app asks, set aside for the same account's next sign-in. ``flush(using:)`` refuses a session of any other
-/// account, so one user's queued writes are never sent with another user's token.
+/// account, so one user's queued writes are never sent with another user's token. A manager keeps one outbox
+/// per account (``SessionManager/outbox(for:)``) and closes it at the account's purge.
 public final class Outbox: Sendable {
-    /// One queued write. Requests are stored without their `Authorization` header.
+    /// One queued write. Requests are stored without their credentials (`Authorization`, `Cookie`,
+    /// `Proxy-Authorization`).
     public struct Entry: Codable, Sendable, Hashable {
         /// The HTTP method.
         public var method: String
         /// The target URL.
         public var url: URL
-        /// Header fields other than `Authorization`.
+        /// Header fields other than those carrying credentials.
         public var headers: [String: String]
         /// The body.
         public var body: Data?
 
-        /// Creates an entry from a request, dropping its `Authorization` header.
+        /// Creates an entry from a request, dropping the header fields that carry credentials.
         ///
         /// - Parameter request: The write to queue.
         /// - Throws: ``SessionError`` (`invalidInput`) when the request has no URL.
@@ -31,7 +33,8 @@ public final class Outbox: Sendable {
             self.method = request.httpMethod ?? "POST"
             self.url = url
             var headers = request.allHTTPHeaderFields ?? [:]
-            for name in headers.keys where name.lowercased() == "authorization" { headers[name] = nil }
+            // Credentials are never persisted: the replay carries the replaying session's own.
+            for name in headers.keys where Self.credentialHeaders.contains(name.lowercased()) { headers[name] = nil }
             // Assigned once, at enqueue, so a flush that is interrupted and retried cannot apply a write twice.
             if !headers.keys.contains(where: { $0.lowercased() == "idempotency-key" }) {
                 headers["Idempotency-Key"] = UUID().uuidString
@@ -39,6 +42,9 @@ public final class Outbox: Sendable {
             self.headers = headers
             self.body = request.httpBody
         }
+
+        /// Header fields that carry credentials, dropped at enqueue.
+        static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
         var request: URLRequest {
             var request = URLRequest(url: url)
@@ -53,6 +59,7 @@ public final class Outbox: Sendable {
     public let account: Account
     private let file: URL?
     private let entries: Lock<[Entry]>
+    private let closed = Lock(false)
 
     init(account: Account, file: URL?) {
         self.account = account
@@ -72,11 +79,16 @@ public final class Outbox: Sendable {
     /// A write without an `Idempotency-Key` gets one now, once, so a flush that is interrupted and run again
     /// cannot apply it twice on a server that honours the key.
     ///
-    /// - Parameter request: The write; its `Authorization` header is not stored.
-    /// - Throws: ``SessionError`` (`invalidInput`, `storageFailure`).
+    /// - Parameter request: The write; its credential header fields are not stored.
+    /// - Throws: ``SessionError`` (`invalidInput`, `storageFailure`; `sessionEnded` once the account was signed
+    ///   out and its outbox closed).
     public func enqueue(_ request: URLRequest) throws {
         let entry = try Entry(request)
         try entries.withLock { entries in
+            // Checked under the entries' lock, which `close()` takes too: nothing lands after the purge.
+            guard !closed.withLock({ $0 }) else {
+                throw SessionError(.sessionEnded, "the account was signed out; its outbox is closed")
+            }
             entries.append(entry)
             try persist(entries)
         }
@@ -105,8 +117,16 @@ public final class Outbox: Sendable {
         return sent
     }
 
+    /// Closes the outbox at its account's purge: its entries are forgotten and nothing is written any more.
+    func close() {
+        entries.withLock { entries in
+            closed.withLock { $0 = true }
+            entries.removeAll()
+        }
+    }
+
     private func persist(_ entries: [Entry]) throws {
-        guard let file else { return }
+        guard let file, !closed.withLock({ $0 }) else { return }
         do {
             try FileManager.default.createDirectory(
                 at: file.deletingLastPathComponent(),

@@ -43,6 +43,13 @@ final class PurgeJournal: Sendable {
         if let file = file(for: account) { try? FileManager.default.removeItem(at: file) }
     }
 
+    /// Whether `account`'s purge was asked for and not completed.
+    func isPending(_ account: Account) -> Bool {
+        if memory.withLock({ $0.contains(account) }) { return true }
+        guard let file = file(for: account) else { return false }
+        return FileManager.default.fileExists(atPath: file.path)
+    }
+
     /// The accounts whose purge was asked for and not completed.
     func pending() -> [Account] {
         var accounts = memory.withLock { $0 }

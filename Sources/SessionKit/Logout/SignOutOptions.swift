@@ -1,7 +1,8 @@
 /// Which kinds of sign-out the app wants, and how long the server-side steps may take.
 ///
-/// Local sign-out (detach, clear, cancel, purge) always happens and always completes. The server-side steps
-/// are best effort and bounded: an offline device or a hung endpoint never stops the local phases.
+/// Local sign-out (detach, clear, cancel, purge) always happens and always completes within ``localTimeout``. The
+/// server-side steps are best effort and bounded by ``serverTimeout``: an offline device or a hung endpoint never
+/// stops the local phases.
 public struct SignOutOptions: Sendable {
     /// Where the account's queued writes go.
     public enum OutboxDisposition: Sendable, Hashable {
@@ -26,6 +27,11 @@ public struct SignOutOptions: Sendable {
     public var waitForServer: Bool
     /// What happens to the account's outbox.
     public var outbox: OutboxDisposition
+    /// One wall-clock deadline for the local phases together: waiting for writes in flight (``WritePolicy/wait(_:)``
+    /// bounds each one further), deleting the credential record, and each registered resource's purge. A step
+    /// still running at the deadline is reported in ``SignOutReport/purgeFailures`` and retried at the next launch
+    /// or the account's next sign-in.
+    public var localTimeout: Duration
 
     /// Creates options.
     ///
@@ -37,6 +43,7 @@ public struct SignOutOptions: Sendable {
     ///   - serverTimeout: The bound on the server-side steps.
     ///   - waitForServer: Wait for them, or let them finish in the background.
     ///   - outbox: What happens to queued writes.
+    ///   - localTimeout: The deadline of the local phases.
     public init(
         revokeRefreshToken: Bool = true,
         revokeAccessToken: Bool = false,
@@ -44,7 +51,8 @@ public struct SignOutOptions: Sendable {
         providerLogout: (@Sendable (Account) async throws -> Void)? = nil,
         serverTimeout: Duration = .seconds(5),
         waitForServer: Bool = true,
-        outbox: OutboxDisposition = .delete
+        outbox: OutboxDisposition = .delete,
+        localTimeout: Duration = .seconds(5)
     ) {
         self.revokeRefreshToken = revokeRefreshToken
         self.revokeAccessToken = revokeAccessToken
@@ -53,6 +61,7 @@ public struct SignOutOptions: Sendable {
         self.serverTimeout = serverTimeout
         self.waitForServer = waitForServer
         self.outbox = outbox
+        self.localTimeout = localTimeout
     }
 
     /// Local sign-out only: nothing is sent to any server.

@@ -10,4 +10,6 @@ enum SessionEvent: Sendable {
     case refreshRejected(SessionError)
     /// A credential write failed; the session goes on with the tokens in memory.
     case storageFailed(any Error)
+    /// A credential write succeeded.
+    case stored
 }

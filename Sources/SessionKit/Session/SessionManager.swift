@@ -29,9 +29,13 @@ public final class SessionManager: Sendable, Observable {
         public var sessionConfiguration: UserSession.Configuration
         /// When sessions refresh.
         public var refreshPolicy: RefreshPolicy
-        /// The app-chosen root of per-account directories and of the purge journal; `nil` keeps both in
-        /// memory (a purge interrupted by a crash is then not finished at next launch).
+        /// The app-chosen root of per-account directories and of the purge journal. With `nil` there are no
+        /// account directories, and the journal lives in the store's own directory when it has one
+        /// (``DirectoryBackedCredentialStore``, such as ``FileCredentialStore``), else in memory.
         public var dataDirectory: URL?
+        /// How long ``SessionManager/restore()`` waits at launch for the current account's refresh before it
+        /// returns signed in and offline, the refresh going on; 2 seconds by default.
+        public var launchBudget: Duration
 
         /// Creates a configuration.
         ///
@@ -43,6 +47,7 @@ public final class SessionManager: Sendable, Observable {
         ///   - sessionConfiguration: Per-session settings.
         ///   - refreshPolicy: Refresh settings.
         ///   - dataDirectory: Root of per-account data.
+        ///   - launchBudget: The longest restore waits for a refresh.
         public init(
             store: any CredentialStore,
             tokenEndpoint: (any TokenEndpoint)? = nil,
@@ -50,7 +55,8 @@ public final class SessionManager: Sendable, Observable {
             userPresence: (any UserPresencePrompt)? = nil,
             sessionConfiguration: UserSession.Configuration = UserSession.Configuration(),
             refreshPolicy: RefreshPolicy = RefreshPolicy(),
-            dataDirectory: URL? = nil
+            dataDirectory: URL? = nil,
+            launchBudget: Duration = .seconds(2)
         ) {
             self.store = store
             self.tokenEndpoint = tokenEndpoint
@@ -59,10 +65,11 @@ public final class SessionManager: Sendable, Observable {
             self.sessionConfiguration = sessionConfiguration
             self.refreshPolicy = refreshPolicy
             self.dataDirectory = dataDirectory
+            self.launchBudget = launchBudget
         }
     }
 
-    private struct State {
+    struct State {
         var state = SessionState.signedOut
         var sessions: [UserSession] = []
         var current: UserSession?
@@ -72,6 +79,8 @@ public final class SessionManager: Sendable, Observable {
         var nextContinuationID = 0
         /// Sign-outs in progress per account, until their purge has finished.
         var signOuts: [Account: [Broadcast<Void>]] = [:]
+        /// Rotated credentials that could not be stored, per account, until a later write succeeds.
+        var storageFailures: [Account: SessionError] = [:]
     }
 
     /// The configuration the manager was created with.
@@ -81,9 +90,13 @@ public final class SessionManager: Sendable, Observable {
     public let vault: CredentialVault
     /// What became of writes in flight at sign-out, kept for each account's next session.
     public let ledger = WriteLedger()
-    private let journal: PurgeJournal
-    private let registrar = ObservationRegistrar()
-    private let guarded = Lock(State())
+    let journal: PurgeJournal
+    let directories: AccountDirectories
+    let registrar = ObservationRegistrar()
+    let guarded = Lock(State())
+    /// Held while registered containers are rebound, so that concurrent rebinds end with every container bound to
+    /// the session that is current when the last one ran.
+    private let binding = Lock(())
 
     /// Creates a manager. Call ``restore()`` at launch.
     ///
@@ -91,7 +104,13 @@ public final class SessionManager: Sendable, Observable {
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.vault = CredentialVault(store: configuration.store)
-        self.journal = PurgeJournal(directory: configuration.dataDirectory?.appendingPathComponent("purge-pending"))
+        let directories = AccountDirectories(root: configuration.dataDirectory)
+        self.directories = directories
+        // The intent to purge lives beside the data it is about: in the data directory, else beside the store's
+        // records, so a kill during sign-out is finished at next launch in either configuration.
+        let storeJournal = (configuration.store as? any DirectoryBackedCredentialStore)?.directory
+            .appendingPathComponent(".purge-pending")
+        self.journal = PurgeJournal(directory: directories.journal ?? storeJournal)
     }
 
     // MARK: - Observation
@@ -114,6 +133,16 @@ public final class SessionManager: Sendable, Observable {
         return guarded.withLock { $0.sessions }
     }
 
+    /// Accounts whose rotated credentials could not be stored (a locked keyring, a full disk), with the error.
+    ///
+    /// The session goes on with the tokens in memory, but the stored record holds a refresh token the provider
+    /// has retired: unless a later write succeeds (the entry then disappears), the next launch will present it and
+    /// be asked to sign in again. Show it, or ask the user to unlock the store.
+    public var storageFailures: [Account: SessionError] {
+        registrar.access(self, keyPath: \.storageFailures)
+        return guarded.withLock { $0.storageFailures }
+    }
+
     /// The states from now on, starting with the current one.
     ///
     /// Each read makes a new stream. It never finishes on its own: cancel the task that iterates it.
@@ -132,14 +161,45 @@ public final class SessionManager: Sendable, Observable {
     }
 
     /// Feeds an event to the state machine for the current session and publishes the result.
-    private func apply(_ event: SessionState.Event) {
-        guarded.withLock { guarded in
-            let next = guarded.state.applying(event)
-            guard next != guarded.state else { return }
-            guarded.state = next
-            for continuation in guarded.continuations.values { continuation.yield(next) }
+    func apply(_ event: SessionState.Event) {
+        apply { _ in event }
+    }
+
+    /// Feeds the state machine the event `decide` picks from the manager's state, read and applied under one lock:
+    /// for events that depend on what is current at that instant.
+    func apply(_ decide: (State) -> SessionState.Event?) {
+        let changed = guarded.withLock { guarded -> Bool in
+            guard let event = decide(guarded) else { return false }
+            return Self.transition(&guarded, event)
         }
-        registrar.withMutation(of: self, keyPath: \.state) {}
+        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
+    }
+
+    /// Applies `event` to the state held in `guarded` and publishes it to the streams; the caller announces the
+    /// mutation to observers once the lock is released.
+    ///
+    /// - Returns: Whether the state changed.
+    static func transition(_ guarded: inout State, _ event: SessionState.Event) -> Bool {
+        let next = guarded.state.applying(event)
+        guard next != guarded.state else { return false }
+        guarded.state = next
+        for continuation in guarded.continuations.values { continuation.yield(next) }
+        return true
+    }
+
+    /// Binds every registered container to the session that is current now.
+    ///
+    /// Bound outside the manager's lock (a container notifies its observers, which may read the manager), but
+    /// under a lock of its own, reading `current` inside it: two switches that race both rebind, and the one that
+    /// rebinds last reads the session current then, so no container stays bound to a session that is not current.
+    func rebindContainers() {
+        binding.withLock { _ in
+            let (current, containers) = guarded.withLock { guarded in
+                guarded.containers.removeAll { $0.target == nil }
+                return (guarded.current, guarded.containers)
+            }
+            for container in containers { container.target?.bind(to: current) }
+        }
     }
 
     // MARK: - Registration
@@ -148,12 +208,8 @@ public final class SessionManager: Sendable, Observable {
     ///
     /// - Parameter container: The container; held weakly.
     public func register<Value: Sendable>(_ container: SessionScoped<Value>) {
-        let current = guarded.withLock { guarded -> UserSession? in
-            guarded.containers.removeAll { $0.target == nil }
-            guarded.containers.append(WeakBindable(container))
-            return guarded.current
-        }
-        container.bind(to: current)
+        guarded.withLock { $0.containers.append(WeakBindable(container)) }
+        rebindContainers()
     }
 
     /// Registers something that belongs to the user and must be purged at sign-out, in registration order.
@@ -168,95 +224,32 @@ public final class SessionManager: Sendable, Observable {
     /// - Parameter account: The account.
     /// - Returns: The directory, or `nil` when the manager has no data directory.
     public func directory(for account: Account) -> URL? {
-        guard let root = configuration.dataDirectory else { return nil }
-        let url = root.appendingPathComponent("accounts").appendingPathComponent(account.storageKey)
-        try? FileManager.default.createDirectory(
-            at: url,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
-        return url
+        directories.directory(for: account)
     }
 
     /// The outbox of `account`'s queued writes, stored in its directory.
     ///
+    /// Every call returns the same instance until the account's sign-out purges it: the purge closes it (a write
+    /// enqueued later is refused with `sessionEnded`, and nothing is written to disk), and the next call after that
+    /// returns a new, empty outbox.
+    ///
     /// - Parameter account: The account.
     /// - Returns: The outbox; replayable only by a session of `account`.
     public func outbox(for account: Account) -> Outbox {
-        Outbox(account: account, file: directory(for: account)?.appendingPathComponent("outbox.json"))
+        directories.outbox(for: account)
     }
 
-    // MARK: - Sign-in
-
-    /// Signs `account` in with tokens obtained elsewhere (a grant the app ran, a test fixture).
+    /// Gives `account` back the outbox it set aside at its last sign-out, if any.
     ///
-    /// A sign-out of the same account still in progress (revoking, then purging) finishes first. A live session
-    /// of the same account is ended before the new record is written (locally: its record is replaced, not
-    /// purged), so nothing it was still writing can land after the new record.
-    ///
-    /// - Parameters:
-    ///   - account: Who signed in.
-    ///   - tokens: Their tokens.
-    ///   - makeCurrent: Whether the new session becomes ``current``; other sessions stay alive either way.
-    /// - Returns: The new session.
-    /// - Throws: ``SessionError`` (`storageFailure`, `storeUnavailable`) when the credentials cannot be stored.
-    @discardableResult
-    public func signIn(_ account: Account, tokens: TokenSet, makeCurrent: Bool = true) async throws -> UserSession {
-        try await signIn(account, makeCurrent: makeCurrent) { tokens }
+    /// - Parameter account: The account signing in again.
+    /// - Returns: Its outbox, with any writes kept for it restored.
+    public func restoreKeptOutbox(for account: Account) -> Outbox {
+        directories.restoreKeptOutbox(for: account)
     }
 
-    /// Signs in by running `authenticate` (an OAuth grant, a device flow), publishing `authenticating` while it
-    /// runs.
-    ///
-    /// - Parameters:
-    ///   - account: Who is signing in.
-    ///   - makeCurrent: Whether the new session becomes ``current``.
-    ///   - authenticate: Obtains the tokens.
-    /// - Returns: The new session.
-    /// - Throws: What `authenticate` throws (`userCancelled` returns the state to signed out), or a storage error.
-    @discardableResult
-    public func signIn(
-        _ account: Account,
-        makeCurrent: Bool = true,
-        authenticate: @Sendable () async throws -> TokenSet
-    ) async throws -> UserSession {
-        if makeCurrent { apply(.signInStarted) }
-        let tokens: TokenSet
-        do {
-            tokens = try await authenticate()
-        } catch let error as SessionError where error.code == .userCancelled {
-            if makeCurrent { apply(.userCancelled) }
-            throw error
-        } catch {
-            let failure = error as? SessionError ?? SessionError(.authorizationFailed, "sign-in failed")
-            if makeCurrent { apply(.signInFailed(failure)) }
-            throw failure
-        }
-        // A sign-out of this account that is still revoking or purging finishes first: its purge deletes the
-        // account's record and directory, and would take this sign-in's with them.
-        while let signOut = guarded.withLock({ $0.signOuts[account]?.first }) {
-            _ = try? await signOut.value(
-                deadline: nil, clock: configuration.sessionConfiguration.clock, timeoutError: CancellationError())
-            if Task.isCancelled { break }
-        }
-        // The account's live session ends before the new record is written, so no credential write it admitted
-        // (a refresh committing now) can land after the new record.
-        for replaced in guarded.withLock({ $0.sessions.filter { $0.account == account } }) { replaced.end() }
-        let session = makeSession(account: account, tokens: tokens)
-        do {
-            if let write = session.persistTokens(), let error = await write.value { throw error }
-        } catch {
-            session.end()
-            let failure = error as? SessionError ?? SessionError(.storageFailure, "could not store credentials")
-            if makeCurrent { apply(.signInFailed(failure)) }
-            throw failure
-        }
-        install(session, makeCurrent: makeCurrent)
-        if makeCurrent { apply(.signedIn(account)) }
-        return session
-    }
+    // MARK: - Sessions
 
-    private func makeSession(account: Account, tokens: TokenSet) -> UserSession {
+    func makeSession(account: Account, tokens: TokenSet) -> UserSession {
         var endpoint = configuration.tokenEndpoint
         if let inner = endpoint, let prompt = configuration.userPresence {
             endpoint = PresenceGuardedEndpoint(inner: inner, prompt: prompt)
@@ -277,77 +270,97 @@ public final class SessionManager: Sendable, Observable {
         return session
     }
 
-    /// Makes `session` live (and current), ending any other live session of the same account.
-    private func install(_ session: UserSession, makeCurrent: Bool) {
-        let (replaced, containers) = guarded.withLock { guarded -> ([UserSession], [WeakBindable]) in
+    /// Makes `session` live (and current, or current anyway when it replaces the current session of its
+    /// account), ending any other live session of the same account.
+    ///
+    /// - Parameters:
+    ///   - session: The new session.
+    ///   - makeCurrent: Whether it becomes current.
+    ///   - event: What to tell the state machine, under the same lock that changes `current`.
+    func install(_ session: UserSession, makeCurrent: Bool, event: SessionState.Event? = nil) {
+        let (replaced, changed) = guarded.withLock { guarded -> ([UserSession], Bool) in
             let replaced = guarded.sessions.filter { $0.account == session.account }
             guarded.sessions.removeAll { $0.account == session.account }
             guarded.sessions.append(session)
-            if makeCurrent || replaced.contains(where: { $0 === guarded.current }) { guarded.current = session }
-            return (replaced, guarded.containers)
+            let becomesCurrent = makeCurrent || replaced.contains(where: { $0 === guarded.current })
+            if becomesCurrent { guarded.current = session }
+            let changed = becomesCurrent ? event.map { Self.transition(&guarded, $0) } ?? false : false
+            return (replaced, changed)
         }
-        let current = guarded.withLock { $0.current }
-        for container in containers { container.target?.bind(to: current) }
+        rebindContainers()
         for old in replaced { old.end() }
         registrar.withMutation(of: self, keyPath: \.sessions) {}
         registrar.withMutation(of: self, keyPath: \.current) {}
+        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
     }
 
+    /// Reacts to what a session reports. State events apply only while the session is current, checked under the
+    /// same lock that applies them.
     private func handle(_ event: SessionEvent, from session: UserSession) {
-        let isCurrent = guarded.withLock { $0.current === session }
+        func ifCurrent(_ event: SessionState.Event) {
+            apply { $0.current === session ? event : nil }
+        }
         switch event {
         case .refreshStarted:
-            if isCurrent { apply(.refreshStarted) }
+            ifCurrent(.refreshStarted)
         case .refreshed:
-            if isCurrent { apply(.refreshSucceeded) }
+            ifCurrent(.refreshSucceeded)
         case .refreshFailed(let error):
-            guard isCurrent else { return }
             if error.code == .userCancelled {
-                apply(.userCancelled)
-            } else if error.isTransient {
-                apply(.refreshFailedTransiently)
-            } else {
-                apply(.refreshSucceeded)  // back to active: the token in hand is unchanged
+                ifCurrent(.userCancelled)
+            } else if error.isTransient || error.code == .refreshTimedOut {
+                ifCurrent(.refreshFailedTransiently)
+            } else if error.code != .sessionEnded {
+                ifCurrent(.refreshFailed)
             }
         case .refreshRejected(let error):
-            // The refresh token is dead: end the session, purge its credentials, ask the user to sign in.
-            let account = session.account
-            let wasCurrent = guarded.withLock { guarded -> Bool in
-                guarded.sessions.removeAll { $0 === session }
-                guard guarded.current === session else { return false }
-                guarded.current = nil
-                return true
-            }
-            if wasCurrent {
-                for container in guarded.withLock({ $0.containers }) { container.target?.bind(to: nil) }
-                apply(.refreshRejected)
-            }
-            // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the
-            // session left `sessions` above, so nothing makes that sign-in wait for this deletion). The deletion is
-            // queued at the moment the session stops admitting writes, with the refresh token it holds then: no
-            // refresh can commit a newer one afterwards, and whoever sees the session ended finds it queued. A
-            // session something else ended first (a sign-out, which purges; a re-login, whose record must stay) is
-            // left to that.
-            let vault = vault
-            session.finish(refreshError: error) { refreshToken in
-                if let refreshToken {
-                    vault.enqueueDelete(for: account, ifHolding: refreshToken)
-                } else {
-                    vault.enqueueDelete(for: account)
-                }
-            }
-            registrar.withMutation(of: self, keyPath: \.sessions) {}
-            registrar.withMutation(of: self, keyPath: \.current) {}
-        case .storageFailed:
-            break
+            rejectSession(session, error: error)
+        case .storageFailed(let error):
+            let failure =
+                error as? SessionError
+                ?? SessionError(.storageFailure, "the refreshed credentials could not be stored (\(type(of: error)))")
+            guarded.withLock { $0.storageFailures[session.account] = failure }
+            registrar.withMutation(of: self, keyPath: \.storageFailures) {}
+        case .stored:
+            let cleared = guarded.withLock { $0.storageFailures.removeValue(forKey: session.account) != nil }
+            if cleared { registrar.withMutation(of: self, keyPath: \.storageFailures) {} }
         }
+    }
+
+    /// The refresh token is dead: ends the session, deletes its record, asks the user to sign in again.
+    private func rejectSession(_ session: UserSession, error: SessionError) {
+        let account = session.account
+        let (wasCurrent, changed) = guarded.withLock { guarded -> (Bool, Bool) in
+            guarded.sessions.removeAll { $0 === session }
+            guard guarded.current === session else { return (false, false) }
+            guarded.current = nil
+            return (true, Self.transition(&guarded, .refreshRejected))
+        }
+        if wasCurrent { rebindContainers() }
+        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
+        // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the session
+        // left `sessions` above, so nothing makes that sign-in wait for this deletion). The deletion is queued at the
+        // moment the session stops admitting writes, with the refresh token it holds then: no refresh can commit a
+        // newer one afterwards, and whoever sees the session ended finds it queued. A session something else ended
+        // first (a sign-out, which purges; a re-login, whose record must stay) is left to that.
+        let vault = vault
+        session.finish(refreshError: error) { refreshToken in
+            if let refreshToken {
+                vault.enqueueDelete(for: account, ifHolding: refreshToken)
+            } else {
+                vault.enqueueDelete(for: account)
+            }
+        }
+        registrar.withMutation(of: self, keyPath: \.sessions) {}
+        registrar.withMutation(of: self, keyPath: \.current) {}
     }
 
     // MARK: - Switching
 
     /// Makes `session` the current one; the previous current session stays alive unless `endingOthers`.
     ///
-    /// State held for the previous account (every registered ``SessionScoped`` container) is emptied at once.
+    /// State held for the previous account (every registered ``SessionScoped`` container) is emptied at once, and
+    /// the switch is remembered with the session's credentials, so that ``restore()`` brings this account back.
     ///
     /// - Parameters:
     ///   - session: A live session.
@@ -364,366 +377,27 @@ public final class SessionManager: Sendable, Observable {
         endingOthers: Bool = false,
         options: SignOutOptions = SignOutOptions()
     ) async throws -> [SignOutReport] {
-        let (live, containers, others) = guarded.withLock { guarded in
+        let (live, others, changed) = guarded.withLock { guarded -> (Bool, [UserSession], Bool) in
             let live = guarded.sessions.contains { $0 === session } && session.isActive
-            if live { guarded.current = session }
-            return (live, guarded.containers, guarded.sessions.filter { $0 !== session })
+            guard live else { return (false, [], false) }
+            guarded.current = session
+            let changed = Self.transition(&guarded, .switched(session.account))
+            return (true, guarded.sessions.filter { $0 !== session }, changed)
         }
         guard live else { throw SessionError(.sessionEnded, "cannot switch to a session that is not live") }
-        for container in containers { container.target?.bind(to: session) }
+        rebindContainers()
+        session.markSelected(at: configuration.sessionConfiguration.clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.current) {}
-        apply(.switched(session.account))
+        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
         guard endingOthers else { return [] }
         var reports: [SignOutReport] = []
         for other in others { reports.append(await signOut(other, options: options)) }
         return reports
     }
-
-    // MARK: - Sign-out
-
-    /// Signs `session` out (the current one by default) in the five phases: detach, clear, cancel, revoke,
-    /// purge.
-    ///
-    /// Detach and clear happen before the first `await`. Writes in flight follow their ``WritePolicy``. The
-    /// server-side steps run on clients of their own, bounded by ``SignOutOptions/serverTimeout``, best effort.
-    /// The purge is recorded before it starts, so one interrupted by a crash is finished by ``restore()``. A
-    /// sign-in of the same account waits until the purge has finished.
-    ///
-    /// Signing out a session that is no longer live, of an account that has signed in again since, only makes
-    /// sure it has ended: the account's records and files belong to the live session.
-    ///
-    /// - Parameters:
-    ///   - session: The session to end; `nil` means the current one.
-    ///   - options: Which kinds of sign-out to do.
-    /// - Returns: What each phase did; an empty report if there was nothing to sign out.
-    /// - Important: When this returns, the session has ended (nothing it started is still running but handed-off
-    ///   writes), its credential record is deleted and its directory removed, unless
-    ///   ``SignOutReport/purgeFailures`` says otherwise; a failed purge is retried by ``restore()``.
-    @discardableResult
-    public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
-        -> SignOutReport
-    {
-        let clock = configuration.sessionConfiguration.clock
-        let started = clock.now
-        let finished = Broadcast<Void>()
-        // 1. Detach: the manager forgets the session, so no new work can start as this account.
-        let detached = guarded.withLock { guarded -> Detached? in
-            guard let target = session ?? guarded.current else { return nil }
-            // A session that a re-login replaced: the account and its data belong to the live session now.
-            if !guarded.sessions.contains(where: { $0 === target }),
-                guarded.sessions.contains(where: { $0.account == target.account })
-            {
-                return .superseded(target)
-            }
-            guarded.sessions.removeAll { $0 === target }
-            let wasCurrent = guarded.current === target
-            if wasCurrent { guarded.current = nil }
-            // Until the purge has finished, a sign-in of this account waits.
-            guarded.signOuts[target.account, default: []].append(finished)
-            return .detached(target, wasCurrent: wasCurrent, containers: guarded.containers)
-        }
-        guard case .detached(let target, let wasCurrent, let containers) = detached else {
-            if case .superseded(let target) = detached {
-                target.end()
-                return SignOutReport(account: target.account)
-            }
-            return SignOutReport(account: Account(issuer: "", subject: ""))
-        }
-        let account = target.account
-        defer {
-            guarded.withLock { guarded in
-                guarded.signOuts[account]?.removeAll { $0 === finished }
-                if guarded.signOuts[account]?.isEmpty == true { guarded.signOuts[account] = nil }
-            }
-            finished.resolve(.success(()))
-        }
-        var report = SignOutReport(account: account)
-        let tokens = target.tokens
-        // 2. Clear: the account's state leaves every screen before anything suspends.
-        if wasCurrent {
-            for container in containers { container.target?.bind(to: nil) }
-            apply(.signedOut)
-        }
-        registrar.withMutation(of: self, keyPath: \.sessions) {}
-        registrar.withMutation(of: self, keyPath: \.current) {}
-
-        // Writes in flight: wait briefly for those whose policy says so; count the others.
-        for write in target.pendingWrites {
-            switch write.policy {
-            case .wait(let bound):
-                do {
-                    try await write.done.value(
-                        deadline: clock.now.advanced(by: bound),
-                        clock: clock,
-                        timeoutError: SessionError(.timedOut, "write still in flight at sign-out")
-                    )
-                    report.writesWaitedFor += 1
-                } catch {
-                    report.writesAbandoned += 1
-                }
-            case .handOff: report.writesHandedOff += 1
-            case .discard: report.writesDiscarded += 1
-            }
-        }
-
-        // 3. Cancel: no request, refresh or credential write of this session survives this line.
-        report.cancelledRequests = target.end()
-        report.localPhasesDuration = started.duration(to: clock.now)
-
-        // The purge intent is durable before the first server call, so a kill from here on is recovered.
-        do { try journal.record(account) } catch { report.purgeFailures.append("journal: \(error)") }
-
-        // 4. Revoke, best effort and bounded, on clients of their own.
-        let serverSteps = Task { [configuration] () -> SignOutReport in
-            await Self.runServerSteps(tokens: tokens, account: account, options: options, configuration: configuration)
-        }
-        if options.waitForServer {
-            let server = await serverSteps.value
-            report.refreshTokenRevocation = server.refreshTokenRevocation
-            report.accessTokenRevocation = server.accessTokenRevocation
-            report.serverSession = server.serverSession
-            report.providerLogout = server.providerLogout
-        } else {
-            if options.revokeRefreshToken, configuration.revoker != nil, tokens?.refreshToken != nil {
-                report.refreshTokenRevocation = .inBackground
-            }
-            if options.revokeAccessToken, configuration.revoker != nil { report.accessTokenRevocation = .inBackground }
-            if options.terminateServerSession != nil { report.serverSession = .inBackground }
-            if options.providerLogout != nil { report.providerLogout = .inBackground }
-        }
-
-        // 5. Purge, queued behind every credential write the session admitted.
-        let purge = Task { await self.purge(account, outbox: options.outbox) }
-        let (purged, failures) = await purge.value
-        report.purged = purged
-        report.purgeFailures += failures
-        return report
-    }
-
-    private static func runServerSteps(
-        tokens: TokenSet?,
-        account: Account,
-        options: SignOutOptions,
-        configuration: Configuration
-    ) async -> SignOutReport {
-        var report = SignOutReport(account: account)
-        let clock = configuration.sessionConfiguration.clock
-        let deadline = clock.now.advanced(by: options.serverTimeout)
-        func bounded(_ step: @escaping @Sendable () async throws -> Void) async -> SignOutReport.StepOutcome {
-            let outcome = Broadcast<SignOutReport.StepOutcome>()
-            let work = Task {
-                do {
-                    try await step()
-                    outcome.resolve(.success(.succeeded))
-                } catch let error as SessionError {
-                    outcome.resolve(.success(.failed(error.code)))
-                } catch {
-                    outcome.resolve(.success(.failed(.networkUnavailable)))
-                }
-            }
-            let result =
-                (try? await outcome.value(
-                    deadline: deadline,
-                    clock: clock,
-                    timeoutError: SessionError(.timedOut, "server step timed out")
-                )) ?? .timedOut
-            if result == .timedOut { work.cancel() }
-            return result
-        }
-        if let revoker = configuration.revoker {
-            if options.revokeRefreshToken, let refreshToken = tokens?.refreshToken {
-                report.refreshTokenRevocation = await bounded {
-                    try await revoker.revoke(refreshToken, hint: .refreshToken)
-                }
-            }
-            if options.revokeAccessToken, let accessToken = tokens?.accessToken {
-                report.accessTokenRevocation = await bounded {
-                    try await revoker.revoke(accessToken, hint: .accessToken)
-                }
-            }
-        }
-        if let terminate = options.terminateServerSession, let tokens {
-            report.serverSession = await bounded { try await terminate(tokens) }
-        }
-        if let logout = options.providerLogout {
-            report.providerLogout = await bounded { try await logout(account) }
-        }
-        return report
-    }
-
-    /// Deletes the account's credential record (behind every admitted write), its directory and every
-    /// registered resource's data, then forgets the purge intent if every step succeeded.
-    private func purge(_ account: Account, outbox: SignOutOptions.OutboxDisposition) async -> ([String], [String]) {
-        var purged: [String] = []
-        var failures: [String] = []
-        if let error = await vault.enqueueDelete(for: account).value {
-            failures.append("credentials: \((error as? SessionError)?.code.description ?? "\(type(of: error))")")
-        } else {
-            purged.append("credentials")
-        }
-        if let root = configuration.dataDirectory {
-            let directory = root.appendingPathComponent("accounts").appendingPathComponent(account.storageKey)
-            let kept = root.appendingPathComponent("kept-outbox").appendingPathComponent("\(account.storageKey).json")
-            let fileManager = FileManager.default
-            if outbox == .keepForAccount,
-                fileManager.fileExists(atPath: directory.appendingPathComponent("outbox.json").path)
-            {
-                try? fileManager.createDirectory(
-                    at: kept.deletingLastPathComponent(),
-                    withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700]
-                )
-                try? fileManager.removeItem(at: kept)
-                try? fileManager.moveItem(at: directory.appendingPathComponent("outbox.json"), to: kept)
-            } else if outbox == .delete {
-                try? fileManager.removeItem(at: kept)
-            }
-            do {
-                if fileManager.fileExists(atPath: directory.path) { try fileManager.removeItem(at: directory) }
-                purged.append("directory")
-            } catch {
-                failures.append("directory")
-            }
-        }
-        for resource in guarded.withLock({ $0.resources }) {
-            do {
-                try await resource.purge(for: account)
-                purged.append(resource.name)
-            } catch {
-                failures.append(resource.name)
-            }
-        }
-        if failures.isEmpty { journal.complete(account) }
-        return (purged, failures)
-    }
-
-    /// Gives `account` back the outbox it set aside at its last sign-out, if any.
-    ///
-    /// - Parameter account: The account signing in again.
-    /// - Returns: Its outbox, with any writes kept for it restored.
-    public func restoreKeptOutbox(for account: Account) -> Outbox {
-        if let root = configuration.dataDirectory, let directory = directory(for: account) {
-            let kept = root.appendingPathComponent("kept-outbox").appendingPathComponent("\(account.storageKey).json")
-            let target = directory.appendingPathComponent("outbox.json")
-            if FileManager.default.fileExists(atPath: kept.path), !FileManager.default.fileExists(atPath: target.path) {
-                try? FileManager.default.moveItem(at: kept, to: target)
-            }
-        }
-        return outbox(for: account)
-    }
-
-    // MARK: - Restore
-
-    /// Restores at launch: finishes any purge a crash interrupted, loads stored credentials, and decides the
-    /// state.
-    ///
-    /// Every stored account gets a live session; the first becomes current. When the current one holds no
-    /// usable access token, it refreshes: if the provider cannot be reached the state is active and offline
-    /// (a network error never signs anyone out); if it rejects the refresh token, re-authentication required.
-    /// A store that cannot be read (locked, unavailable, or the user cancelled the prompt guarding it) is not an
-    /// empty one: when no account could be restored for that reason the state is ``SessionState/failed(_:)``
-    /// with the store's error, nothing is deleted, and calling `restore()` again tries again.
-    ///
-    /// - Returns: The state after restore.
-    /// - Important: Call it once at launch, before anything signs in or sends a request: a purge that a crash
-    ///   interrupted is finished first, so no request ever authenticates with credentials a sign-out had already
-    ///   been asked to delete.
-    @discardableResult
-    public func restore() async -> SessionState {
-        apply(.restoreStarted)
-        // An interrupted purge is finished before anything authenticates.
-        for account in journal.pending() {
-            _ = await purge(account, outbox: .delete)
-        }
-        let accounts: [Account]
-        do {
-            accounts = try await vault.store.accounts().sorted { $0.storageKey < $1.storageKey }
-        } catch {
-            // Unreadable is not empty: nobody is signed out, and nothing is deleted; restore can run again.
-            apply(.restoreFailed(Self.restoreError(error)))
-            return state
-        }
-        let clock = configuration.sessionConfiguration.clock
-        var restored: [UserSession] = []
-        var unreadable: SessionError?
-        for account in accounts {
-            let loaded: CredentialRecord?
-            do {
-                loaded = try await vault.load(for: account)
-            } catch {
-                // Kept as it is (a cancelled prompt, a locked store): a later restore may read it.
-                unreadable = unreadable ?? Self.restoreError(error)
-                continue
-            }
-            guard let record = loaded, record.account == account else { continue }
-            guard record.refreshToken != nil || record.accessToken != nil else { continue }
-            var lifetime: Duration = .zero
-            var accessToken = ""
-            if let stored = record.accessToken, let expiry = record.accessTokenExpiresAt {
-                let remaining = expiry.timeIntervalSince(clock.wallNow)
-                if remaining > 0 {
-                    accessToken = stored
-                    lifetime = .milliseconds(Int64(remaining * 1000))
-                }
-            }
-            let tokens = TokenSet(
-                accessToken: accessToken,
-                refreshToken: record.refreshToken,
-                idToken: record.idToken,
-                scope: record.scope,
-                tokenType: record.tokenType,
-                lifetime: lifetime,
-                receivedAt: clock.now,
-                receivedAtWall: clock.wallNow
-            )
-            restored.append(makeSession(account: account, tokens: tokens))
-        }
-        guard let first = restored.first else {
-            apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
-            return state
-        }
-        for session in restored { install(session, makeCurrent: session === first) }
-        guard first.tokens?.accessToken.isEmpty == true else {
-            apply(.restored(first.account))
-            return state
-        }
-        do {
-            try await first.refreshTokens()
-            apply(.restored(first.account))
-        } catch let error as SessionError where error.code == .refreshRejected {
-            // `handle(.refreshRejected)` already ended the session and purged its credentials.
-            apply(.restoredNothing)
-            apply(.switched(first.account))
-            apply(.refreshRejected)
-        } catch let error as SessionError where error.code == .userCancelled {
-            apply(.restoredOffline(first.account))
-            apply(.refreshStarted)
-            apply(.userCancelled)
-        } catch {
-            apply(.restoredOffline(first.account))
-        }
-        return state
-    }
-}
-
-extension SessionManager {
-    /// The error a restore reports for a store that could not be read.
-    fileprivate static func restoreError(_ error: any Error) -> SessionError {
-        if let error = error as? SessionError { return error }
-        return SessionError(.storageFailure, "the credential store could not be read (\(type(of: error)))")
-    }
-}
-
-/// What sign-out's detach phase found.
-private enum Detached {
-    /// The session to sign out, now detached.
-    case detached(UserSession, wasCurrent: Bool, containers: [WeakBindable])
-    /// A session that is no longer live, of an account that has a live session again: nothing to purge.
-    case superseded(UserSession)
 }
 
 /// A weak reference to a registered container.
-private struct WeakBindable: Sendable {
+struct WeakBindable: Sendable {
     weak var target: (any SessionBindable)?
 
     init(_ target: any SessionBindable) { self.target = target }

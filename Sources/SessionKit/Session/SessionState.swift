@@ -29,6 +29,8 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case restoredOffline(Account)
         /// Restore found no credentials.
         case restoredNothing
+        /// Restore found credentials for an account, and the provider rejected its refresh token.
+        case restoreRejected(Account)
         /// Restore could not read the stored credentials (the store is locked or unavailable, a record is
         /// unreadable, or the user cancelled the prompt guarding them). They are kept: restoring again may succeed.
         case restoreFailed(SessionError)
@@ -38,12 +40,17 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case signedIn(Account)
         /// A sign-in failed.
         case signInFailed(SessionError)
+        /// A sign-in failed or was cancelled while another account stayed signed in and current: back to it.
+        case signInAbandoned(Account)
         /// A token refresh began.
         case refreshStarted
         /// A token refresh completed.
         case refreshSucceeded
         /// A refresh failed for the network or an outage: transient.
         case refreshFailedTransiently
+        /// A refresh failed for a reason that is neither the network nor the provider's rejection (the loop guard,
+        /// a malformed answer); the token in hand is unchanged.
+        case refreshFailed
         /// The provider rejected the refresh token (`invalid_grant`).
         case refreshRejected
         /// The user cancelled a biometric or user-presence prompt.
@@ -58,10 +65,10 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
             let account = Account(issuer: "https://issuer.example", subject: "example")
             return [
                 .restoreStarted, .restored(account), .restoredOffline(account), .restoredNothing,
-                .restoreFailed(SessionError(.storeUnavailable, "example")), .signInStarted,
-                .signedIn(account), .signInFailed(SessionError(.authorizationFailed, "example")), .refreshStarted,
-                .refreshSucceeded, .refreshFailedTransiently, .refreshRejected, .userCancelled, .signedOut,
-                .switched(account),
+                .restoreRejected(account), .restoreFailed(SessionError(.storeUnavailable, "example")), .signInStarted,
+                .signedIn(account), .signInFailed(SessionError(.authorizationFailed, "example")),
+                .signInAbandoned(account), .refreshStarted, .refreshSucceeded, .refreshFailedTransiently,
+                .refreshFailed, .refreshRejected, .userCancelled, .signedOut, .switched(account),
             ]
         }
 
@@ -72,13 +79,16 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
             case .restored: "restored"
             case .restoredOffline: "restoredOffline"
             case .restoredNothing: "restoredNothing"
+            case .restoreRejected: "restoreRejected"
             case .restoreFailed: "restoreFailed"
             case .signInStarted: "signInStarted"
             case .signedIn: "signedIn"
             case .signInFailed: "signInFailed"
+            case .signInAbandoned: "signInAbandoned"
             case .refreshStarted: "refreshStarted"
             case .refreshSucceeded: "refreshSucceeded"
             case .refreshFailedTransiently: "refreshFailedTransiently"
+            case .refreshFailed: "refreshFailed"
             case .refreshRejected: "refreshRejected"
             case .userCancelled: "userCancelled"
             case .signedOut: "signedOut"
@@ -106,6 +116,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case (.restoring, .restored(let account)): .active(account, offline: false)
         case (.restoring, .restoredOffline(let account)): .active(account, offline: true)
         case (.restoring, .restoredNothing): .signedOut
+        case (.restoring, .restoreRejected(let account)): .reauthenticationRequired(account)
         // Credentials that could not be read are not the absence of credentials: not signed out, and restore can
         // be tried again from `failed`.
         case (.restoring, .restoreFailed(let error)): .failed(error)
@@ -117,6 +128,9 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case (.authenticating, .signedIn(let account)), (.reauthenticationRequired, .signedIn(let account)):
             .active(account, offline: false)
         case (.authenticating, .signInFailed(let error)): .failed(error)
+        // The account that was current before the sign-in began is still signed in: the failure is the caller's
+        // to show, and the app stays signed in.
+        case (.authenticating, .signInAbandoned(let account)): .active(account, offline: false)
         // A cancelled prompt during sign-in returns to signed out, without an error screen.
         case (.authenticating, .userCancelled): .signedOut
 
@@ -127,6 +141,9 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case (.refreshing(let account), .refreshFailedTransiently),
             (.active(let account, _), .refreshFailedTransiently):
             .active(account, offline: true)
+        // Not the network, not a rejection: the token in hand is unchanged and the account stays signed in.
+        case (.refreshing(let account), .refreshFailed), (.active(let account, _), .refreshFailed):
+            .active(account, offline: false)
         case (.refreshing(let account), .refreshRejected), (.active(let account, _), .refreshRejected):
             .reauthenticationRequired(account)
         // A cancelled prompt while refreshing leaves the account signed in as it was; nothing loops.

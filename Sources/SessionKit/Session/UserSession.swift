@@ -84,6 +84,19 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
+        /// Set when a sign-out has queued the deletion of the account's record: from then on refreshed tokens
+        /// are kept in memory (for the session's last requests and for revocation) and never stored.
+        var credentialWritesSealed = false
+        /// When the session last became the app's current one; stored with its record.
+        var selectedAt: Date?
+    }
+
+    /// What `finish` found when it ended the session.
+    struct Ending {
+        /// How many requests were in flight and cancelled.
+        let cancelledRequests: Int
+        /// The tokens the session held at the instant it ended: what a sign-out revokes.
+        let tokens: TokenSet?
     }
 
     struct PendingWrite: Sendable {
@@ -200,7 +213,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   hands over no response, and admits no credential write.
     @discardableResult
     public func end() -> Int {
-        finish(refreshError: nil) ?? 0
+        finish(refreshError: nil)?.cancelledRequests ?? 0
     }
 
     /// Ends the session, running `whileEnding` at the moment it stops admitting credential writes.
@@ -211,21 +224,25 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///     session holds, just before the session stops being active: a deletion it enqueues runs behind every
     ///     write the session admitted, and is already queued when anyone can see the session has ended. It must
     ///     only enqueue work. Not called if the session had already ended.
-    /// - Returns: How many requests were cancelled, or `nil` if the session had already ended.
+    /// - Returns: How many requests were cancelled and the tokens the session held, or `nil` if the session had
+    ///   already ended.
     @discardableResult
-    func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Int? {
-        typealias Ended = (requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?)
+    func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Ending? {
+        typealias Ended = (
+            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?, tokens: TokenSet?
+        )
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
             whileEnding?(lifetime.tokens?.refreshToken)
             lifetime.isActive = false
+            let tokens = lifetime.tokens
             lifetime.tokens = nil
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             let requests = lifetime.requests
             lifetime.requests = [:]
             let handlers = lifetime.endHandlers
             lifetime.endHandlers.removeAll()
-            return (requests, handlers, lifetime.handoffSession)
+            return (requests, handlers, lifetime.handoffSession, tokens)
         }
         guard let ended else { return nil }
         // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
@@ -243,7 +260,41 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for handler in ended.handlers { handler() }
-        return ended.requests.count
+        return Ending(cancelledRequests: ended.requests.count, tokens: ended.tokens)
+    }
+
+    /// Stops the session storing credentials and runs `enqueue` at that instant, under the lock that admits
+    /// credential writes: a deletion it enqueues runs behind every write the session admitted, and no write is
+    /// admitted after it. The session stays active (its requests go on with the tokens in memory) until `end()`.
+    ///
+    /// - Parameter enqueue: Called once, if the session is active; it must only enqueue work.
+    /// - Returns: Whether the session was active.
+    @discardableResult
+    func sealCredentials(thenEnqueue enqueue: () -> Void) -> Bool {
+        lifetime.withLock { lifetime in
+            guard lifetime.isActive else { return false }
+            if !lifetime.credentialWritesSealed { enqueue() }
+            lifetime.credentialWritesSealed = true
+            return true
+        }
+    }
+
+    /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
+    func restoreSelection(_ date: Date?) {
+        lifetime.withLock { $0.selectedAt = date }
+    }
+
+    /// Records that the session became the app's current one, and stores that with its record.
+    ///
+    /// - Parameter date: When.
+    /// - Returns: The pending store write, or `nil` when nothing is written.
+    @discardableResult
+    func markSelected(at date: Date) -> Task<(any Error)?, Never>? {
+        lifetime.withLock { lifetime in
+            guard lifetime.isActive, !lifetime.credentialWritesSealed, let tokens = lifetime.tokens else { return nil }
+            lifetime.selectedAt = date
+            return vault?.enqueueSave(record(for: tokens, selectedAt: date))
+        }
     }
 
     // MARK: - Token commit
@@ -261,8 +312,14 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             // RFC 6749 §6: a response without a refresh token keeps the old one.
             if merged.refreshToken == nil { merged.refreshToken = lifetime.tokens?.refreshToken }
             lifetime.tokens = merged
+            // A sign-out has queued the record's deletion: the tokens serve the session's last requests and its
+            // revocation, and are stored nowhere.
+            guard !lifetime.credentialWritesSealed else {
+                return .committed(accessToken: merged.accessToken, write: nil)
+            }
             // Enqueued under the lifetime lock: a purge enqueued after `end()` runs behind this write.
-            return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record(for: merged)))
+            let record = record(for: merged, selectedAt: lifetime.selectedAt)
+            return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record))
         }
     }
 
@@ -283,12 +340,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// - Returns: The pending write, or `nil` when the session ended or has no vault.
     func persistTokens() -> Task<(any Error)?, Never>? {
         lifetime.withLock { lifetime in
-            guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
-            return vault?.enqueueSave(record(for: tokens))
+            guard lifetime.isActive, !lifetime.credentialWritesSealed, let tokens = lifetime.tokens else { return nil }
+            return vault?.enqueueSave(record(for: tokens, selectedAt: lifetime.selectedAt))
         }
     }
 
-    func record(for tokens: TokenSet) -> CredentialRecord {
+    func record(for tokens: TokenSet, selectedAt: Date?) -> CredentialRecord {
         var expiry: Date?
         if configuration.storesAccessToken, let lifetime = tokens.lifetime {
             expiry = tokens.receivedAt.addingTimeInterval(lifetime.timeInterval)
@@ -301,7 +358,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             idToken: configuration.storesAccessToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
-            savedAt: configuration.clock.wallNow
+            savedAt: configuration.clock.wallNow,
+            selectedAt: selectedAt
         )
     }
 }

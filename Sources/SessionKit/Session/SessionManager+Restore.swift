@@ -1,0 +1,142 @@
+import Foundation
+
+extension SessionManager {
+    /// Restores at launch: finishes any purge a crash interrupted, loads stored credentials, and decides the
+    /// state.
+    ///
+    /// Every stored account gets a live session. The current one is the account that was current when the app
+    /// last ran (the last signed in or switched to; for records saved before SessionKit kept that, the first by
+    /// storage key). When it holds no usable access token it refreshes, and restore waits for that refresh at most
+    /// ``Configuration/launchBudget`` (2 seconds by default): if the refresh succeeds meanwhile the state is active;
+    /// if the provider cannot be reached, or has not answered within the budget, the state is active and offline
+    /// while the refresh goes on (a network error never signs anyone out; its outcome then updates the state); if
+    /// the provider rejects the refresh token, re-authentication required. A store that cannot be read (locked,
+    /// unavailable, or the user cancelled the prompt guarding it) is not an empty one: when no account could be
+    /// restored for that reason the state is ``SessionState/failed(_:)`` with the store's error, nothing is
+    /// deleted, and calling `restore()` again tries again.
+    ///
+    /// - Returns: The state after restore.
+    /// - Important: Call it once at launch, before anything signs in or sends a request: a purge that a crash
+    ///   interrupted is finished first, so no request ever authenticates with credentials a sign-out had already
+    ///   been asked to delete.
+    @discardableResult
+    public func restore() async -> SessionState {
+        apply(.restoreStarted)
+        let clock = configuration.sessionConfiguration.clock
+        // An interrupted purge is finished before anything authenticates; an account whose purge still fails is
+        // not restored.
+        var purging: Set<Account> = []
+        for account in journal.pending() {
+            let deadline = clock.now.advanced(by: SignOutOptions().localTimeout)
+            if !(await purge(account, outbox: .delete, deadline: deadline).failures.isEmpty) {
+                purging.insert(account)
+            }
+        }
+        let accounts: [Account]
+        do {
+            accounts = try await vault.store.accounts().filter { !purging.contains($0) }
+        } catch {
+            // Unreadable is not empty: nobody is signed out, and nothing is deleted; restore can run again.
+            apply(.restoreFailed(Self.restoreError(error)))
+            return state
+        }
+        var restored: [(session: UserSession, selectedAt: Date?)] = []
+        var unreadable: SessionError?
+        for account in accounts {
+            let loaded: CredentialRecord?
+            do {
+                loaded = try await vault.load(for: account)
+            } catch {
+                // Kept as it is (a cancelled prompt, a locked store): a later restore may read it.
+                unreadable = unreadable ?? Self.restoreError(error)
+                continue
+            }
+            guard let record = loaded, record.account == account else { continue }
+            guard record.refreshToken != nil || record.accessToken != nil else { continue }
+            let session = makeSession(account: account, tokens: Self.tokens(restoredFrom: record, clock: clock))
+            session.restoreSelection(record.selectedAt)
+            restored.append((session, record.selectedAt))
+        }
+        // The account current when the app last ran; ties (and records from before this was kept) by storage key.
+        restored.sort { lhs, rhs in
+            switch (lhs.selectedAt, rhs.selectedAt) {
+            case (let l?, let r?) where l != r: return l > r
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: return lhs.session.account.storageKey < rhs.session.account.storageKey
+            }
+        }
+        guard let first = restored.first?.session else {
+            apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
+            return state
+        }
+        for (session, _) in restored { install(session, makeCurrent: session === first) }
+        guard first.tokens?.accessToken.isEmpty == true else {
+            settleRestore(of: first, offline: false)
+            return state
+        }
+        // The refresh runs on its own; restore waits for it only within the launch budget.
+        let outcome = Broadcast<Bool>()
+        Task {
+            do {
+                try await first.refreshTokens()
+                outcome.resolve(.success(false))
+            } catch let error as SessionError where error.code == .userCancelled {
+                outcome.resolve(.success(false))
+            } catch {
+                outcome.resolve(.success(true))
+            }
+        }
+        let offline =
+            (try? await outcome.value(
+                deadline: clock.now.advanced(by: configuration.launchBudget),
+                clock: clock,
+                timeoutError: SessionError(.timedOut, "the launch budget passed")
+            )) ?? true
+        settleRestore(of: first, offline: offline)
+        return state
+    }
+
+    /// Ends restore with the state of what is current now, read under the lock that changes it: `first` rejected
+    /// meanwhile (its session ended and left `current`) is re-authentication required, whatever the refresh's
+    /// waiters saw.
+    private func settleRestore(of first: UserSession, offline: Bool) {
+        apply { guarded in
+            guard guarded.current === first, first.isActive else {
+                if let current = guarded.current { return .restored(current.account) }
+                return .restoreRejected(first.account)
+            }
+            let usable = first.tokens.map { !$0.accessToken.isEmpty } ?? false
+            return usable && !offline ? .restored(first.account) : .restoredOffline(first.account)
+        }
+    }
+
+    /// The tokens a stored record holds, the access token only while it has time left.
+    private static func tokens(restoredFrom record: CredentialRecord, clock: any SessionClock) -> TokenSet {
+        var lifetime: Duration = .zero
+        var accessToken = ""
+        if let stored = record.accessToken, let expiry = record.accessTokenExpiresAt {
+            let remaining = expiry.timeIntervalSince(clock.wallNow)
+            if remaining > 0 {
+                accessToken = stored
+                lifetime = .milliseconds(Int64(remaining * 1000))
+            }
+        }
+        return TokenSet(
+            accessToken: accessToken,
+            refreshToken: record.refreshToken,
+            idToken: record.idToken,
+            scope: record.scope,
+            tokenType: record.tokenType,
+            lifetime: lifetime,
+            receivedAt: clock.now,
+            receivedAtWall: clock.wallNow
+        )
+    }
+
+    /// The error a restore reports for a store that could not be read.
+    fileprivate static func restoreError(_ error: any Error) -> SessionError {
+        if let error = error as? SessionError { return error }
+        return SessionError(.storageFailure, "the credential store could not be read (\(type(of: error)))")
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+
+extension SessionManager {
+    /// Signs `session` out (the current one by default): detach, clear, cancel, then purge and revoke.
+    ///
+    /// Before its first suspension, sign-out makes the intent to purge durable (in the data directory, else beside
+    /// the store's records; see ``Configuration/dataDirectory``), detaches the session (``current`` and the state
+    /// change in the same step), stops it storing credentials and queues the deletion of its credential record
+    /// behind every write it admitted, and empties the registered containers. So once ``current`` no longer is the
+    /// session, a kill of the process never brings the user back: the next ``restore()`` finishes the purge before
+    /// anything authenticates.
+    ///
+    /// Then writes in flight follow their ``WritePolicy``, the session ends (every request cancelled), and the
+    /// record's deletion completes before any server is contacted. The tokens the session held when it ended are
+    /// revoked on clients of their own, bounded by ``SignOutOptions/serverTimeout``, best effort, while the
+    /// account's directory, outbox and registered resources are purged. The local phases share one deadline,
+    /// ``SignOutOptions/localTimeout``. A sign-in of the same account waits until the purge has finished.
+    ///
+    /// Signing out a session that is no longer live, of an account that has signed in again since, only makes
+    /// sure it has ended: the account's records and files belong to the live session.
+    ///
+    /// - Parameters:
+    ///   - session: The session to end; `nil` means the current one.
+    ///   - options: Which kinds of sign-out to do.
+    /// - Returns: What each phase did; an empty report if there was nothing to sign out.
+    /// - Important: When this returns, the session has ended (nothing it started is still running but handed-off
+    ///   writes), its credential record is deleted and its directory removed, unless
+    ///   ``SignOutReport/purgeFailures`` says otherwise; a failed purge is retried by ``restore()`` or by the
+    ///   account's next sign-in, whichever comes first. With ``SignOutOptions/waitForServer`` off the purge does
+    ///   not wait for the server steps, which finish in the background.
+    @discardableResult
+    public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
+        -> SignOutReport
+    {
+        let clock = configuration.sessionConfiguration.clock
+        let started = clock.now
+        let deadline = started.advanced(by: options.localTimeout)
+        let finished = Broadcast<Void>()
+        var journalFailure: (any Error)?
+        // 1. Detach: the manager forgets the session, so no new work can start as this account. The purge intent is
+        //    durable before anyone can see the session gone.
+        let detached = guarded.withLock { guarded -> Detached? in
+            guard let target = session ?? guarded.current else { return nil }
+            // A session that a re-login replaced: the account and its data belong to the live session now.
+            if !guarded.sessions.contains(where: { $0 === target }),
+                guarded.sessions.contains(where: { $0.account == target.account })
+            {
+                return .superseded(target)
+            }
+            do { try journal.record(target.account) } catch { journalFailure = error }
+            guarded.sessions.removeAll { $0 === target }
+            let wasCurrent = guarded.current === target
+            var changed = false
+            if wasCurrent {
+                guarded.current = nil
+                changed = Self.transition(&guarded, .signedOut)
+            }
+            // Until the purge has finished, a sign-in of this account waits.
+            guarded.signOuts[target.account, default: []].append(finished)
+            return .detached(target, wasCurrent: wasCurrent, stateChanged: changed)
+        }
+        guard case .detached(let target, let wasCurrent, let stateChanged) = detached else {
+            if case .superseded(let target) = detached {
+                target.end()
+                return SignOutReport(account: target.account)
+            }
+            return SignOutReport(account: Account(issuer: "", subject: ""))
+        }
+        let account = target.account
+        defer {
+            guarded.withLock { guarded in
+                guarded.signOuts[account]?.removeAll { $0 === finished }
+                if guarded.signOuts[account]?.isEmpty == true { guarded.signOuts[account] = nil }
+            }
+            finished.resolve(.success(()))
+        }
+        var report = SignOutReport(account: account)
+        if let journalFailure { report.purgeFailures.append("journal: \(journalFailure)") }
+        // The record's deletion is queued behind every credential write the session admitted, and the session admits
+        // none after it: a refresh that still completes serves its last requests and its revocation, from memory.
+        var deletion: Task<(any Error)?, Never>?
+        target.sealCredentials { deletion = vault.enqueueDelete(for: account) }
+
+        // 2. Clear: the account's state leaves every screen before anything suspends.
+        if wasCurrent { rebindContainers() }
+        registrar.withMutation(of: self, keyPath: \.sessions) {}
+        registrar.withMutation(of: self, keyPath: \.current) {}
+        if stateChanged { registrar.withMutation(of: self, keyPath: \.state) {} }
+
+        // Writes in flight: wait briefly for those whose policy says so, all within the local deadline.
+        for write in target.pendingWrites {
+            switch write.policy {
+            case .wait(let bound):
+                let own = clock.now.advanced(by: bound)
+                do {
+                    try await write.done.value(
+                        deadline: min(own, deadline),
+                        clock: clock,
+                        timeoutError: SessionError(.timedOut, "write still in flight at sign-out")
+                    )
+                    report.writesWaitedFor += 1
+                } catch {
+                    report.writesAbandoned += 1
+                }
+            case .handOff: report.writesHandedOff += 1
+            case .discard: report.writesDiscarded += 1
+            }
+        }
+
+        // 3. Cancel: no request, refresh or credential write of this session survives this line.
+        let ending = target.finish(refreshError: nil)
+        report.cancelledRequests = ending?.cancelledRequests ?? 0
+        report.localPhasesDuration = started.duration(to: clock.now)
+
+        // 4. Revoke, best effort and bounded, on clients of their own, with the tokens the session held when it
+        //    ended (a refresh committed while writes were waited for included).
+        let tokens = ending?.tokens
+        let serverSteps = Task { [configuration] () -> SignOutReport in
+            await Self.runServerSteps(tokens: tokens, account: account, options: options, configuration: configuration)
+        }
+
+        // 5. Purge: the record (its deletion queued above), the account's directory and outbox, every registered
+        //    resource; meanwhile the server steps run.
+        let purge = Task {
+            await self.purge(account, outbox: options.outbox, deadline: deadline, credentialDeletion: deletion)
+        }
+        let (purged, failures) = await purge.value
+        report.purged = purged
+        report.purgeFailures += failures
+
+        if options.waitForServer {
+            let server = await serverSteps.value
+            report.refreshTokenRevocation = server.refreshTokenRevocation
+            report.accessTokenRevocation = server.accessTokenRevocation
+            report.serverSession = server.serverSession
+            report.providerLogout = server.providerLogout
+        } else {
+            if options.revokeRefreshToken, configuration.revoker != nil, tokens?.refreshToken != nil {
+                report.refreshTokenRevocation = .inBackground
+            }
+            if options.revokeAccessToken, configuration.revoker != nil { report.accessTokenRevocation = .inBackground }
+            if options.terminateServerSession != nil { report.serverSession = .inBackground }
+            if options.providerLogout != nil { report.providerLogout = .inBackground }
+        }
+        return report
+    }
+
+    /// Runs `step` until `deadline`: its outcome, or `.timedOut` (the step is then cancelled and left behind).
+    static func bounded(
+        until deadline: ContinuousClock.Instant,
+        clock: any SessionClock,
+        _ step: @escaping @Sendable () async throws -> Void
+    ) async -> SignOutReport.StepOutcome {
+        let outcome = Broadcast<SignOutReport.StepOutcome>()
+        let work = Task {
+            do {
+                try await step()
+                outcome.resolve(.success(.succeeded))
+            } catch let error as SessionError {
+                outcome.resolve(.success(.failed(error.code)))
+            } catch {
+                outcome.resolve(.success(.failed(.networkUnavailable)))
+            }
+        }
+        let result =
+            (try? await outcome.value(
+                deadline: deadline,
+                clock: clock,
+                timeoutError: SessionError(.timedOut, "sign-out step timed out")
+            )) ?? .timedOut
+        if result == .timedOut { work.cancel() }
+        return result
+    }
+
+    private static func runServerSteps(
+        tokens: TokenSet?,
+        account: Account,
+        options: SignOutOptions,
+        configuration: Configuration
+    ) async -> SignOutReport {
+        var report = SignOutReport(account: account)
+        let clock = configuration.sessionConfiguration.clock
+        let deadline = clock.now.advanced(by: options.serverTimeout)
+        if let revoker = configuration.revoker {
+            if options.revokeRefreshToken, let refreshToken = tokens?.refreshToken {
+                report.refreshTokenRevocation = await bounded(until: deadline, clock: clock) {
+                    try await revoker.revoke(refreshToken, hint: .refreshToken)
+                }
+            }
+            if options.revokeAccessToken, let accessToken = tokens?.accessToken {
+                report.accessTokenRevocation = await bounded(until: deadline, clock: clock) {
+                    try await revoker.revoke(accessToken, hint: .accessToken)
+                }
+            }
+        }
+        if let terminate = options.terminateServerSession, let tokens {
+            report.serverSession = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
+        }
+        if let logout = options.providerLogout {
+            report.providerLogout = await bounded(until: deadline, clock: clock) { try await logout(account) }
+        }
+        return report
+    }
+
+    /// Deletes the account's credential record (behind every admitted write), its directory and outbox, and every
+    /// registered resource's data, each step by `deadline`; then forgets the purge intent if every step succeeded.
+    ///
+    /// - Parameters:
+    ///   - account: The account.
+    ///   - outbox: What becomes of its outbox.
+    ///   - deadline: When the steps still running are given up (and retried at the next launch or sign-in).
+    ///   - credentialDeletion: The record's deletion, if already queued; else one is queued now.
+    /// - Returns: The steps that succeeded and those that failed.
+    func purge(
+        _ account: Account,
+        outbox: SignOutOptions.OutboxDisposition,
+        deadline: ContinuousClock.Instant,
+        credentialDeletion: Task<(any Error)?, Never>? = nil
+    ) async -> (purged: [String], failures: [String]) {
+        let clock = configuration.sessionConfiguration.clock
+        var purged: [String] = []
+        var failures: [String] = []
+        let deletion = credentialDeletion ?? vault.enqueueDelete(for: account)
+        let deleted = await Self.bounded(until: deadline, clock: clock) {
+            if let error = await deletion.value { throw error }
+        }
+        switch deleted {
+        case .succeeded: purged.append("credentials")
+        case .failed(let code): failures.append("credentials: \(code)")
+        default: failures.append("credentials: timed out")
+        }
+        if directories.root != nil {
+            if directories.purge(account, outbox: outbox) {
+                purged.append("directory")
+            } else {
+                failures.append("directory")
+            }
+        } else {
+            _ = directories.purge(account, outbox: outbox)
+        }
+        for resource in guarded.withLock({ $0.resources }) {
+            switch await Self.bounded(until: deadline, clock: clock, { try await resource.purge(for: account) }) {
+            case .succeeded: purged.append(resource.name)
+            case .timedOut: failures.append("\(resource.name): timed out")
+            default: failures.append(resource.name)
+            }
+        }
+        if failures.isEmpty { journal.complete(account) }
+        return (purged, failures)
+    }
+}
+
+/// What sign-out's detach phase found.
+enum Detached {
+    /// The session to sign out, now detached.
+    case detached(UserSession, wasCurrent: Bool, stateChanged: Bool)
+    /// A session that is no longer live, of an account that has a live session again: nothing to purge.
+    case superseded(UserSession)
+}

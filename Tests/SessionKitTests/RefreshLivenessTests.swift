@@ -1,0 +1,118 @@
+import Foundation
+import SessionKitTesting
+import Synchronization
+import Testing
+
+@testable import SessionKit
+
+/// A user who did nothing wrong stays signed in: the refresh in flight belongs to the refresher, not to the caller
+/// that started it, and short-lived tokens are refreshed neither on every request nor into the loop guard.
+@Suite(.timeLimit(.minutes(1))) struct RefreshLivenessTests {
+    /// A rotating endpoint that fails with `invalid_grant` when a refresh token is presented twice, as a server
+    /// with reuse detection (RFC 9700 §4.14.2) does.
+    private func rotatingEndpoint(gate: Gate? = nil) -> ScriptedTokenEndpoint {
+        let seen = Lock<Set<String>>([])
+        return ScriptedTokenEndpoint(gate: gate) { refreshToken, n in
+            guard seen.withLock({ $0.insert(refreshToken).inserted }) else {
+                throw SessionError(.refreshRejected, "reused", statusCode: 400, oauthError: "invalid_grant")
+            }
+            return TokenSet(accessToken: "t\(n)", refreshToken: "r\(n)", lifetime: .seconds(3600))
+        }
+    }
+
+    @Test func cancellingTheCallerThatStartedARefreshLeavesTheFlightToTheOthers() async throws {
+        // Given a refresh held at the token endpoint, started by a caller that then goes away (a view's task)
+        let gate = Gate()
+        let endpoint = rotatingEndpoint(gate: gate)
+        let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint)
+        let starter = Task { try await session.refreshTokens() }
+        await gate.waitForArrivals(1)
+        starter.cancel()
+        await #expect(throws: CancellationError.self) { try await starter.value }
+
+        // When another caller needs a refresh while the first one is still in flight
+        let next = Task { try await session.refreshTokens() }
+        await Task.yield()
+        gate.open()
+        try await next.value
+
+        // Then it joined the flight: the refresh token was presented once, and the session holds its result
+        #expect(endpoint.presented == ["refresh-alice"])
+        #expect(session.isActive)
+        #expect(session.tokens?.accessToken == "t1")
+        session.end()
+    }
+
+    @Test func aCallerWhoseWaitTimedOutLeavesTheFlightInPlace() async throws {
+        let clock = ManualClock()
+        let gate = Gate()
+        let endpoint = rotatingEndpoint(gate: gate)
+        let session = UserSession(
+            account: alice,
+            tokens: tokens("alice"),
+            configuration: UserSession.Configuration(clock: clock),
+            tokenEndpoint: endpoint,
+            refreshPolicy: RefreshPolicy(waitTimeout: .seconds(5))
+        )
+        let starter = Task { try await session.refreshTokens() }
+        await gate.waitForArrivals(1)
+        await eventually { clock.sleepers == 1 }
+        clock.advance(by: .seconds(5))
+        let timedOut = await #expect(throws: SessionError.self) { try await starter.value }
+        #expect(timedOut?.code == .refreshTimedOut)
+
+        let next = Task { try await session.refreshTokens() }
+        await eventually { clock.sleepers == 1 }
+        gate.open()
+        try await next.value
+        #expect(endpoint.presented == ["refresh-alice"])
+        #expect(session.tokens?.accessToken == "t1")
+        session.end()
+    }
+
+    @Test func aSixtySecondTokenIsNotRefreshedWhileFreshAndNeverTripsTheLoopGuard() async throws {
+        let clock = ManualClock()
+        try await LocalServer.withRunning { server in
+            server.route("/me", tokenEchoHandler)
+            let endpoint = ScriptedTokenEndpoint { _, n in
+                TokenSet(accessToken: "t\(n)", refreshToken: "r\(n)", lifetime: .seconds(60), receivedAt: clock.now)
+            }
+            // The defaults: leeway 60 s, jitter 15 s, at most 5 refreshes in 30 s.
+            let session = UserSession(
+                account: alice,
+                tokens: tokens("alice", lifetime: .seconds(60), clock: clock),
+                configuration: UserSession.Configuration(clock: clock),
+                tokenEndpoint: endpoint
+            )
+            for _ in 0..<10 { _ = try await session.data(for: get(server, "/me")) }
+            #expect(endpoint.count == 0, "a token in the first half of its life is fresh")
+            clock.advance(by: .seconds(29))
+            for _ in 0..<10 { _ = try await session.data(for: get(server, "/me")) }
+            #expect(endpoint.count == 0)
+            // Ten lifetimes, a request every 10 s: one refresh per token, none refused.
+            for _ in 0..<60 {
+                clock.advance(by: .seconds(10))
+                _ = try await session.data(for: get(server, "/me"))
+            }
+            #expect(endpoint.count >= 10 && endpoint.count <= 20)
+            session.end()
+        }
+    }
+
+    @Test(arguments: [
+        // (lifetime s, leeway s, jitter s, offset s) → margin in ms
+        (3600, 60, 15, 15, 75_000), (60, 60, 15, 0, 24_000), (60, 60, 15, 15, 30_000), (10, 60, 0, 0, 5_000),
+        (150, 60, 15, 7, 67_000), (0, 60, 15, 0, 60_000),
+    ])
+    func theMarginIsAtMostHalfTheLifetimeAndKeepsTheJittersShare(
+        lifetime: Int, leeway: Int, jitter: Int, offset: Int, expected: Int
+    ) {
+        let margin = TokenRefresher.margin(
+            lifetime: lifetime == 0 ? nil : .seconds(lifetime),
+            leeway: .seconds(leeway),
+            jitter: .seconds(jitter),
+            offset: .seconds(offset)
+        )
+        #expect(abs((margin - .milliseconds(expected)) / .milliseconds(1)) < 1)
+    }
+}
