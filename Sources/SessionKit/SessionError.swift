@@ -28,7 +28,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let sessionEnded = Code("sessionEnded")
         /// The network could not be reached, or the connection failed before an answer arrived.
         public static let networkUnavailable = Code("networkUnavailable")
-        /// The request took longer than its bound.
+        /// An HTTP exchange passed its wall-clock deadline (a session's or an OAuth client's `requestTimeout`).
         public static let timedOut = Code("timedOut")
         /// The server understood the credentials and refused the request (403, or `insufficient_scope`).
         public static let backendDenied = Code("backendDenied")

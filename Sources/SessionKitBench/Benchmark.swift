@@ -15,10 +15,10 @@ struct Benchmark: Sendable {
 /// Every benchmark the tool knows, in the order it runs them. Add new ones here.
 enum Benchmarks {
     /// In order: the cheap per-request figures first, while the process is small, then the memory figures, then
-    /// the runs that create thousands of sessions and connections.
+    /// the runs that create thousands of sessions and connections, and last the 10,000-cycle churn.
     static let all: [Benchmark] =
         RequestBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all + SessionBenchmarks.all
-        + CoalesceBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all
+        + CoalesceBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all + ChurnBenchmarks.all
 
     /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
     static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {

@@ -70,6 +70,30 @@ final class ConnectionChannel: Sendable {
         }
     }
 
+    /// What ``stream(_:)`` did with the bytes.
+    enum StreamOutcome {
+        /// The socket took them all.
+        case sent
+        /// Some wait in the queue, for the I/O thread to write.
+        case queued
+        /// The connection is closed (or a write failed): nobody reads any more.
+        case closed
+    }
+
+    /// Writes part of a response that is still being produced: what the socket takes now, the rest queued, and
+    /// the connection stays busy with the current request.
+    ///
+    /// - Parameter bytes: The next bytes of the response.
+    /// - Returns: What became of them.
+    func stream(_ bytes: [UInt8]) -> StreamOutcome {
+        state.withLock { state in
+            guard !state.isClosed, !state.writeFailed else { return .closed }
+            Self.send(bytes, on: descriptor, state: &state)
+            if state.writeFailed { return .closed }
+            return state.hasOutput ? .queued : .sent
+        }
+    }
+
     // MARK: - I/O thread side
 
     /// Marks the connection as answering a request, before its task exists.

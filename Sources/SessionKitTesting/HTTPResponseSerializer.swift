@@ -38,6 +38,13 @@ enum HTTPResponseSerializer {
             var bytes = head(status: response.status, headers: response.headers, contentLength: announced, close: true)
             bytes.append(contentsOf: response.body.prefix(response.body.count / 2))
             return Output(bytes: bytes, closeAfterwards: true)
+        case .trickle:
+            // Only the head: the body follows byte by byte (`trickleBody`), and the answer never ends.
+            return Output(
+                bytes: head(
+                    status: response.status, headers: response.headers, contentLength: trickleAnnouncedLength,
+                    close: true),
+                closeAfterwards: true)
         case nil:
             break
         }
@@ -52,6 +59,15 @@ enum HTTPResponseSerializer {
             bytes.append(contentsOf: response.body)
         }
         return Output(bytes: bytes, closeAfterwards: close)
+    }
+
+    /// The body length the head of ``LocalServer/Fault/trickle(every:)`` announces: 1 GiB, more than any test waits
+    /// for.
+    static let trickleAnnouncedLength = 1 << 30
+
+    /// The bytes ``LocalServer/Fault/trickle(every:)`` sends one at a time after the head: the body, or a space.
+    static func trickleBody(of response: LocalServer.Response) -> [UInt8] {
+        response.body.isEmpty ? [0x20] : Array(response.body)
     }
 
     /// Serializes the response the server sends on its own before closing: to bad input or a timeout.

@@ -12,5 +12,12 @@ extension LocalServer {
         case truncatedBody
         /// Sends bytes that are not HTTP, then closes.
         case garbage
+        /// Sends the head announcing a body of 1 GiB, then one byte of the body every `interval`, forever: until
+        /// the client closes the connection or the server stops.
+        ///
+        /// A server that is alive but never finishes. An idle timeout (`URLRequest.timeoutInterval`,
+        /// `timeoutIntervalForRequest`) never fires, because bytes keep arriving; only a deadline on the whole
+        /// exchange ends it. The bytes are the response's body, repeated (a space when it is empty).
+        case trickle(every: Duration)
     }
 }

@@ -25,6 +25,7 @@ import Synchronization
 ///   verified), `password` and device code grants. Refresh tokens rotate when
 ///   ``Configuration/rotatesRefreshTokens`` is on; presenting a rotated one again revokes the whole grant and
 ///   answers `invalid_grant` (reuse detection, RFC 9700 §4.14.2), as does presenting an authorization code twice.
+///   Every refresh token presented more than once is counted (``repeatedRefreshTokenCount(for:)``).
 /// - `POST /revoke` (``revocationEndpoint``, RFC 7009): 200 for any token, known or not. Revoking a refresh token
 ///   revokes its grant, access tokens included.
 /// - `POST /device` (``deviceAuthorizationEndpoint``, RFC 8628): codes the test then approves or denies with
@@ -130,7 +131,7 @@ public final class MockAuthorizationServer: Sendable {
     /// - Parameters:
     ///   - clientID: The client ID to send; this server's ``Configuration/clientID`` by default.
     ///   - clock: The client's clock.
-    ///   - requestTimeout: The client's bound on one exchange.
+    ///   - requestTimeout: The client's wall-clock deadline on one exchange.
     ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
     /// - Returns: The client.
     public func makeClient(
@@ -395,6 +396,21 @@ public final class MockAuthorizationServer: Sendable {
     /// How many times a rotated refresh token or a used authorization code was presented again (each revoked a
     /// grant).
     public var reuseDetectionCount: Int { core.state.withLock { $0.reuseDetections } }
+
+    /// While refresh tokens rotate: how many refresh tokens reached the refresh grant more than once, each counted
+    /// once, whatever the answer — also those presented again after their grant was revoked for another reason
+    /// (which ``reuseDetectionCount`` does not count). A client that keeps its user signed in never presents one
+    /// twice.
+    public var repeatedRefreshTokenCount: Int { core.state.withLock { $0.repeatedRefreshTokens.values.reduce(0, +) } }
+
+    /// How many of `user`'s refresh tokens reached the refresh grant more than once (see
+    /// ``repeatedRefreshTokenCount``).
+    ///
+    /// - Parameter user: The user.
+    /// - Returns: The count.
+    public func repeatedRefreshTokenCount(for user: String) -> Int {
+        core.state.withLock { $0.repeatedRefreshTokens[user, default: 0] }
+    }
 
     /// Every request the server received, in arrival order (``LocalServer/requests``).
     public var requests: [RecordedRequest] { server.requests }

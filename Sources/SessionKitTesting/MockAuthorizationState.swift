@@ -81,6 +81,10 @@ struct MockAuthorizationState {
     var revocationRequests = 0
     var deviceAuthorizationRequests = 0
     var reuseDetections = 0
+    /// While rotation is on: how many times each refresh token reached the refresh grant, whatever the answer.
+    var refreshPresentations: [String: Int] = [:]
+    /// Per user: how many of their refresh tokens reached the refresh grant more than once.
+    var repeatedRefreshTokens: [String: Int] = [:]
 
     init(settings: MockAuthorizationServer.Configuration) {
         self.settings = settings
@@ -180,6 +184,17 @@ struct MockAuthorizationState {
 
     private mutating func refresh(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
         guard let token = form["refresh_token"] else { return .error("invalid_request", "refresh_token is missing") }
+        // With rotation a refresh token is good for one use. Counted before any decision: a token presented again
+        // is counted also when its grant was already revoked for another reason (reuse detection does not count
+        // that one), since a provider would have revoked the grant for this.
+        if settings.rotatesRefreshTokens {
+            refreshPresentations[token, default: 0] += 1
+            if refreshPresentations[token] == 2, let familyID = refreshIndex[token],
+                let user = families[familyID]?.user
+            {
+                repeatedRefreshTokens[user, default: 0] += 1
+            }
+        }
         guard let familyID = refreshIndex[token], let family = families[familyID], !family.isRevoked else {
             return .error("invalid_grant", "the refresh token is unknown or revoked")
         }

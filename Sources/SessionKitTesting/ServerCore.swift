@@ -64,8 +64,36 @@ final class ServerCore: Sendable {
             }
         }
         let output = HTTPResponseSerializer.serialize(response, requestMethod: request.method, keepAlive: keepAlive)
+        if case .trickle(let interval) = response.fault {
+            return await trickle(
+                output.bytes, then: HTTPResponseSerializer.trickleBody(of: response), every: interval, on: channel)
+        }
         if channel.complete(with: output.bytes, closeAfterwards: output.closeAfterwards) {
             post { $0.ready.append(channel.id) }
+        }
+    }
+
+    /// Writes `head`, then one byte of `body` every `interval`, round and round, without ever handing the response
+    /// over: the connection stays busy with this request until the client closes it (which cancels this task) or
+    /// the server stops.
+    private func trickle(_ head: [UInt8], then body: [UInt8], every interval: Duration, on channel: ConnectionChannel)
+        async
+    {
+        var next = 0
+        var bytes = head
+        while true {
+            switch channel.stream(bytes) {
+            case .closed: return
+            case .queued: post { $0.ready.append(channel.id) }  // the I/O thread finishes writing what is queued
+            case .sent: break
+            }
+            do {
+                try await Task.sleep(for: interval)
+            } catch {
+                return  // Cancelled: the client went away or the server is stopping.
+            }
+            bytes = [body[next % body.count]]
+            next += 1
         }
     }
 

@@ -200,7 +200,9 @@ import Testing
     ])
     func aBrokenTokenEndpointFailsTheRequestAndKeepsTheCredentials(_ fault: TokenFault) async throws {
         try await MockAuthorizationServer.withRunning { mock async throws in
-            let fixture = try await Fixture(mock, clientTimeout: .milliseconds(300))
+            // The client's timeout is a deadline SessionKit enforces to the millisecond: long enough for an answer
+            // on a machine running every suite at once, short enough for `neverAnswer` to time out quickly.
+            let fixture = try await Fixture(mock, clientTimeout: .seconds(2))
             mock.invalidateAccessTokens(for: "alice")  // the next request gets 401 and refreshes
             mock.failNext(.token, with: fault.failure)
 

@@ -1,5 +1,6 @@
 import Foundation
 import SessionKit
+import SessionKitTesting
 import Testing
 
 /// A seeded, model-based randomized test: thousands of short schedules drive three accounts through sign-in,
@@ -21,6 +22,17 @@ import Testing
 ///   record is gone once its sign-out completed; nothing is left once every account signed out;
 /// - no refresh result that completed after its session ended was stored or sent.
 ///
+/// And liveness — a user who did nothing wrong stays signed in, and what the app shows follows `current` — while
+/// schedules also cancel callers (the caller that started a refresh among them), hold refresh requests and their
+/// answers (after the server rotated the refresh token) past the refresh policy's `waitTimeout`, make the
+/// registered resource's purge fail, race two switches, and cancel sign-ins:
+/// - `reused`: no refresh token reached the token endpoint twice (the mock rotates refresh tokens and, as RFC 9700
+///   §4.14.2 describes, a token presented again revokes the grant; it counts every token presented twice);
+/// - `spurious`: no session left `manager.sessions` unless a step signed it out or replaced it, or the script made
+///   the server reject its grant (a scripted `invalid_grant`, a grant revoked on the server);
+/// - `mismatched`: `manager.state` agrees with `manager.current` (active or refreshing for its account when there
+///   is one, neither when there is none), `current` is live, and every registered container is bound to it.
+///
 /// Environment:
 /// - `SESSIONKIT_SCHEDULES`: how many schedules (500 by default; `scripts/test` runs 10,000, and 1,000 under
 ///   ThreadSanitizer).
@@ -33,9 +45,11 @@ import Testing
 /// - `SESSIONKIT_LIST_VIOLATIONS`: when set, prints every failing schedule's violations and trace, not only the
 ///   first one's (to see which kinds of violation a change causes).
 ///
-/// It prints one line, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke an
-/// invariant. On a failure it also prints the first failing schedule's seed, its violations, and the shortest
-/// failing trace it found by re-running the schedule with steps removed.
+/// It prints two lines, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke a safety
+/// invariant, and `liveness: schedules: N, reused: R, spurious: S, mismatched: M`, where R, S and M count the
+/// schedules that showed each kind of liveness violation. On a failure it also prints, for each kind, the first
+/// failing schedule's seed, its violations, and the shortest trace it found that still shows that kind, by
+/// re-running the schedule with steps removed.
 @Suite(.timeLimit(.minutes(TimeLimit.scaled(45, by: "SESSIONKIT_SCHEDULES", reference: 10_000))))
 struct InterleavingTests {
     private static let batchSize = 250
@@ -46,7 +60,7 @@ struct InterleavingTests {
         let outcome: ScheduleRun.Outcome
     }
 
-    @Test func invariantsHoldUnderRandomInterleavings() async throws {
+    @Test(.timeLimit(.minutes(20))) func invariantsHoldUnderRandomInterleavings() async throws {
         let environment = ProcessInfo.processInfo.environment
         let replay = environment["SESSIONKIT_SEED"].flatMap { UInt64($0) }
         let base = environment["SESSIONKIT_BASE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...(1 << 48))
@@ -83,7 +97,6 @@ struct InterleavingTests {
                 }
                 return found
             }
-            failures += found
             if environment["SESSIONKIT_LIST_VIOLATIONS"] != nil {
                 for failure in found {
                     print(
@@ -91,22 +104,58 @@ struct InterleavingTests {
                             + failure.outcome.trace.joined(separator: "\n    "))
                 }
             }
-            if let first = failures.first, found.contains(where: { $0.seed == first.seed }) {
-                try await report(first, steps: steps(of: first.seed), world: world)
+            // The first failing schedule of each kind is shrunk and printed, once.
+            for kind in ScheduleModel.Kind.allCases where !failures.contains(where: { $0.outcome.kinds.contains(kind) })
+            {
+                guard let first = found.first(where: { $0.outcome.kinds.contains(kind) }) else { continue }
+                try await report(first, kind: kind, steps: steps(of: first.seed), world: world)
             }
+            failures += found
             await world.stop()
             start = end
         }
-        print("schedules: \(count), violations: \(failures.count), seed: \(replay ?? base)")
-        let violating = failures.count
-        #expect(violating == 0, "schedules broke an invariant; first seed \(failures.first?.seed ?? 0)")
+        func schedules(_ kind: ScheduleModel.Kind) -> [UInt64] {
+            failures.filter { $0.outcome.kinds.contains(kind) }.map(\.seed)
+        }
+        let violating = schedules(.safety)
+        let (reused, spurious, mismatched) = (schedules(.reused), schedules(.spurious), schedules(.mismatched))
+        print("schedules: \(count), violations: \(violating.count), seed: \(replay ?? base)")
+        print(
+            "liveness: schedules: \(count), reused: \(reused.count), spurious: \(spurious.count), "
+                + "mismatched: \(mismatched.count)")
+        #expect(violating.isEmpty, "schedules broke an invariant; first seed \(violating.first ?? 0)")
+        #expect(reused.isEmpty, "schedules presented a refresh token twice; first seed \(reused.first ?? 0)")
+        #expect(spurious.isEmpty, "schedules lost a session nobody ended; first seed \(spurious.first ?? 0)")
+        #expect(mismatched.isEmpty, "schedules let state or containers drift; first seed \(mismatched.first ?? 0)")
     }
 
-    /// Prints a failure, shrunk: steps are removed while the schedule still fails (each candidate tried up to
-    /// four times, since the timing differs between runs).
-    private func report(_ failure: Failure, steps: [(index: Int, step: ScheduleStep)], world: InterleavingWorld)
-        async throws
-    {
+    /// What `reused` reads: the mock counts each refresh token presented more than once, once, also after its grant
+    /// was revoked (which reuse detection does not count).
+    @Test(.timeLimit(.minutes(1))) func theMockCountsEveryRefreshTokenPresentedTwice() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            try mock.addUser("alice")
+            try mock.addUser("bob")
+            let client = mock.makeClient()
+            let first = try #require(try mock.issueTokens(for: "alice").refreshToken)
+            let second = try #require(try await client.refresh(using: first).refreshToken)
+            #expect(mock.repeatedRefreshTokenCount == 0)
+            for _ in 0..<2 { await #expect(throws: SessionError.self) { try await client.refresh(using: first) } }
+            #expect(mock.repeatedRefreshTokenCount(for: "alice") == 1 && mock.reuseDetectionCount == 1)
+            // The grant is revoked now: presenting its newest token once is no reuse, twice is.
+            await #expect(throws: SessionError.self) { try await client.refresh(using: second) }
+            #expect(mock.repeatedRefreshTokenCount(for: "alice") == 1)
+            await #expect(throws: SessionError.self) { try await client.refresh(using: second) }
+            #expect(mock.repeatedRefreshTokenCount(for: "alice") == 2 && mock.reuseDetectionCount == 1)
+            #expect(mock.repeatedRefreshTokenCount(for: "bob") == 0 && mock.repeatedRefreshTokenCount == 2)
+        }
+    }
+
+    /// Prints a failure, shrunk: steps are removed while the schedule still shows a violation of `kind` (each
+    /// candidate tried up to four times, since the timing differs between runs).
+    private func report(
+        _ failure: Failure, kind: ScheduleModel.Kind, steps: [(index: Int, step: ScheduleStep)],
+        world: InterleavingWorld
+    ) async throws {
         var kept = Array(steps.indices)
         var shortest = failure.outcome
         var budget = 300
@@ -120,7 +169,7 @@ struct InterleavingTests {
                 for _ in 0..<4 where reproduced == nil && budget > 0 && !candidate.isEmpty {
                     budget -= 1
                     let outcome = try await ScheduleRun(world: world).run(candidate.map { steps[$0].step })
-                    if !outcome.violations.isEmpty { reproduced = outcome }
+                    if outcome.kinds.contains(kind) { reproduced = outcome }
                 }
                 if let reproduced {
                     kept = candidate
@@ -134,7 +183,7 @@ struct InterleavingTests {
         let replay = kept.map { String(steps[$0].index) }.joined(separator: ",")
         print(
             """
-            InterleavingTests: schedule \(failure.seed) broke an invariant:
+            InterleavingTests: schedule \(failure.seed) broke an invariant (\(kind)):
               \(failure.outcome.violations.joined(separator: "\n  "))
             shortest failing trace (\(kept.count) of \(steps.count) steps; \
             replay: SESSIONKIT_SEED=\(failure.seed) SESSIONKIT_STEPS=\(replay) swift test --filter InterleavingTests):

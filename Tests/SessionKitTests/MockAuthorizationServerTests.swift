@@ -395,7 +395,9 @@ import Testing
             try mock.addUser("alice")
             let token = try #require(try mock.issueTokens(for: "alice").refreshToken)
             mock.setDelay(.seconds(30), for: .token)
-            let client = mock.makeClient(requestTimeout: .milliseconds(300))
+            // A deadline SessionKit enforces: long enough for the server to process the request first, even with
+            // every suite running at once.
+            let client = mock.makeClient(requestTimeout: .seconds(2))
             let error = await #expect(throws: SessionError.self) { try await client.refresh(using: token) }
             #expect(error?.code == .timedOut)
             #expect(!mock.isActive(token: token), "the delay comes after processing")

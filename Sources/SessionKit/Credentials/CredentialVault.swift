@@ -11,7 +11,9 @@ import Synchronization
 public final class CredentialVault: Sendable {
     /// The store behind the vault.
     public let store: any CredentialStore
-    private let queues = Lock<[Account: SerialQueue]>([:])
+    /// One queue per account with operations pending, and how many: an account's queue is dropped when its last
+    /// operation finishes, so a process that sees many accounts keeps none of them.
+    private let queues = Lock<[Account: (queue: SerialQueue, pending: Int)]>([:])
 
     /// Creates a vault over `store`.
     ///
@@ -20,14 +22,35 @@ public final class CredentialVault: Sendable {
         self.store = store
     }
 
-    private func queue(for account: Account) -> SerialQueue {
+    /// Enqueues `operation` behind every operation on `account` enqueued before it.
+    ///
+    /// Enqueued under the vault's lock, and an account's queue is dropped under it only when nothing is pending
+    /// on it: an operation enqueued later either joins the same queue, behind the others, or starts a new one
+    /// after they have all finished. Either way the order holds.
+    private func enqueue<T: Sendable>(
+        on account: Account,
+        _ operation: @escaping @Sendable () async -> T
+    ) -> Task<T, Never> {
         queues.withLock { queues in
-            if let queue = queues[account] { return queue }
-            let queue = SerialQueue()
-            queues[account] = queue
-            return queue
+            let queue = queues[account]?.queue ?? SerialQueue()
+            queues[account] = (queue, (queues[account]?.pending ?? 0) + 1)
+            return queue.enqueue {
+                let result = await operation()
+                self.finished(on: account, queue)
+                return result
+            }
         }
     }
+
+    private func finished(on account: Account, _ queue: SerialQueue) {
+        queues.withLock { queues in
+            guard let entry = queues[account], entry.queue === queue else { return }
+            queues[account] = entry.pending > 1 ? (queue, entry.pending - 1) : nil
+        }
+    }
+
+    /// How many accounts have a queue now (operations pending), for tests.
+    var accountsWithQueues: Int { queues.withLock { $0.count } }
 
     /// Enqueues a save of `record` and returns at once; await the task for the outcome.
     ///
@@ -36,7 +59,7 @@ public final class CredentialVault: Sendable {
     @discardableResult
     func enqueueSave(_ record: CredentialRecord) -> Task<(any Error)?, Never> {
         let store = self.store
-        return queue(for: record.account).enqueue {
+        return enqueue(on: record.account) {
             do {
                 try await store.save(record)
                 return nil
@@ -53,7 +76,7 @@ public final class CredentialVault: Sendable {
     @discardableResult
     func enqueueDelete(for account: Account) -> Task<(any Error)?, Never> {
         let store = self.store
-        return queue(for: account).enqueue {
+        return enqueue(on: account) {
             do {
                 try await store.delete(for: account)
                 return nil
@@ -71,13 +94,15 @@ public final class CredentialVault: Sendable {
     ///   - account: The account whose record to delete.
     ///   - refreshToken: The refresh token the dead session held.
     /// - Returns: The pending deletion; its value is the error, if reading or deleting failed. A record that
-    ///   cannot be read is deleted anyway: it can only be the dead session's or unusable.
+    ///   cannot be read is left as it is: a load error (a locked keyring, a cancelled prompt) proves nothing about
+    ///   whose record it is, and it may be a newer session's.
     @discardableResult
     func enqueueDelete(for account: Account, ifHolding refreshToken: String) -> Task<(any Error)?, Never> {
         let store = self.store
-        return queue(for: account).enqueue {
+        return enqueue(on: account) {
             do {
-                if let record = try? await store.load(for: account), record.refreshToken != refreshToken {
+                // Only a record proven to hold the dead token is deleted; none, or another token, is left alone.
+                guard let record = try await store.load(for: account), record.refreshToken == refreshToken else {
                     return nil
                 }
                 try await store.delete(for: account)
@@ -95,7 +120,7 @@ public final class CredentialVault: Sendable {
     /// - Throws: What the store throws.
     public func load(for account: Account) async throws -> CredentialRecord? {
         let store = self.store
-        let result = await queue(for: account).enqueue { () -> Result<CredentialRecord?, any Error> in
+        let result = await enqueue(on: account) { () -> Result<CredentialRecord?, any Error> in
             do {
                 return .success(try await store.load(for: account))
             } catch {

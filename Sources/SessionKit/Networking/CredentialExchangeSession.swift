@@ -10,7 +10,9 @@ extension URLSession {
     /// no redirect, so the response to a credential-bearing request is the 3xx itself and the credential is never
     /// posted anywhere else.
     ///
-    /// - Parameter timeout: The request and resource timeouts, in seconds; `nil` keeps URLSession's defaults.
+    /// - Parameter timeout: The request and resource timeouts, in seconds; `nil` keeps URLSession's defaults. They
+    ///   are not deadlines on Linux (FoundationNetworking ignores the resource timeout, and the request timeout
+    ///   only bounds silence): a caller that promises a deadline enforces it itself, as ``OAuthClient`` does.
     /// - Returns: A new session with a serial delegate queue (what ``cancelWithoutRacingCompletion(_:thenInvalidate:)``
     ///   needs).
     package static func credentialExchange(timeout: TimeInterval?) -> URLSession {

@@ -6,8 +6,8 @@ extension OAuthClient {
     /// A 2xx means done, including for a token the server does not know (RFC 7009 §2.2). A 503 or 429
     /// (RFC 7009 §2.2.1) and a lost connection are retried per ``Configuration/revocationRetry``: at most its
     /// ``RetryPolicy/maximumAttempts`` attempts, each wait at least the server's `Retry-After`; a `Retry-After`
-    /// longer than the policy's ``RetryPolicy/maximumDelay`` is not waited for. Each attempt is bounded by
-    /// ``Configuration/requestTimeout``.
+    /// longer than the policy's ``RetryPolicy/maximumDelay`` is not waited for. Each attempt has
+    /// ``Configuration/requestTimeout`` as its wall-clock deadline.
     ///
     /// - Parameters:
     ///   - token: The token to revoke.

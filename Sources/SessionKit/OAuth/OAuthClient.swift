@@ -17,10 +17,10 @@ import Foundation
 /// let session = UserSession(account: account, tokens: tokens, vault: vault, tokenEndpoint: client)
 /// ```
 ///
-/// The client sends every request on one `URLSession` of its own, created with the client: ephemeral, with no
-/// URL cache, no cookie storage and no credential storage, and never the signed-in user's session (revocation
-/// runs after that one was invalidated). Token endpoint responses are never cached, and a redirect is never
-/// followed: a credential is only ever posted to the URL it was configured for.
+/// The client sends every request on one `URLSession` of its own, created with the client and invalidated when the
+/// client is released: ephemeral, with no URL cache, no cookie storage and no credential storage, and never the
+/// signed-in user's session (revocation runs after that one was invalidated). Token endpoint responses are never
+/// cached, and a redirect is never followed: a credential is only ever posted to the URL it was configured for.
 ///
 /// Answers are read by SessionKit's parsers (``TokenResponse``, ``OAuthErrorResponse``,
 /// ``DeviceAuthorizationResponse``, ``RevocationRequest``); failures below HTTP become `networkUnavailable`
@@ -43,7 +43,10 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         public var authorizationEndpoint: URL?
         /// The client identifier (RFC 6749 §2.2); the client is public and authenticates with it alone.
         public var clientID: String
-        /// The longest one HTTP exchange may take before it fails with `timedOut`.
+        /// The longest one HTTP exchange (a token request, a revocation attempt, a device authorization or poll)
+        /// may take before it fails with `timedOut`: a wall-clock deadline that SessionKit enforces from sending the
+        /// request to the last byte of the answer, however the server paces it, measured in real time whatever
+        /// ``clock`` says.
         public var requestTimeout: Duration
         /// The clock that stamps responses (token expiry), paces device polling and waits between revocation
         /// attempts.
@@ -61,7 +64,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         ///   - deviceAuthorizationEndpoint: The device authorization endpoint, if any.
         ///   - authorizationEndpoint: The authorization endpoint, if any.
         ///   - clientID: The client identifier.
-        ///   - requestTimeout: The bound on one HTTP exchange; 30 seconds by default.
+        ///   - requestTimeout: The wall-clock deadline of one HTTP exchange; 30 seconds by default.
         ///   - clock: The clock; the system's by default.
         ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
         public init(

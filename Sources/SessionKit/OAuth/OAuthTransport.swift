@@ -22,7 +22,8 @@ final class OAuthTransport: Sendable {
         var receivedAtWall: Date
     }
 
-    private let session: URLSession
+    /// The client's own session, invalidated with the transport.
+    let session: URLSession
     private let requestTimeout: Duration
     private let clock: any SessionClock
 
@@ -32,6 +33,13 @@ final class OAuthTransport: Sendable {
         // A credential exchange is never answered from, nor kept in, a cache; it carries and keeps no cookies and
         // follows no redirect (a token endpoint that redirects is misconfigured or compromised).
         session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
+    }
+
+    deinit {
+        // The client is gone, so nothing can send on its session any more (an exchange in flight keeps the
+        // transport alive). Without this the session, its connections and, on Linux, the two descriptors of its
+        // libcurl multi handle would stay for the rest of the process; its delegate does not refer back to it.
+        session.finishTasksAndInvalidate()
     }
 
     /// Sends `request` and returns the answer, whatever its status.
@@ -57,6 +65,10 @@ final class OAuthTransport: Sendable {
         let handle = RequestHandle()
         let clock = clock
         let session = session
+        // The exchange's wall-clock deadline: URLSession's timeouts are idle timeouts on Linux, which a server
+        // that trickles its answer never trips.
+        let deadline = RequestDeadline(after: requestTimeout) { handle.cancel(in: session) }
+        defer { deadline.cancel() }
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
             outcome = try await withTaskCancellationHandler {
@@ -84,6 +96,9 @@ final class OAuthTransport: Sendable {
                 handle.cancel(in: session)
             }
         } catch {
+            if deadline.hasExpired && !Task.isCancelled && Self.isCancellation(error) {
+                throw SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
+            }
             throw Self.map(error, endpoint: endpoint)
         }
         guard let response = outcome.1 as? HTTPURLResponse else {
@@ -95,6 +110,10 @@ final class OAuthTransport: Sendable {
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
             receivedAtWall: outcome.3)
+    }
+
+    private static func isCancellation(_ error: any Error) -> Bool {
+        error is CancellationError || (error as? URLError)?.code == .cancelled
     }
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.

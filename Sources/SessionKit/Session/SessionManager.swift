@@ -95,8 +95,9 @@ public final class SessionManager: Sendable, Observable {
     let registrar = ObservationRegistrar()
     let guarded = Lock(State())
     /// Held while registered containers are rebound, so that concurrent rebinds end with every container bound to
-    /// the session that is current when the last one ran.
-    private let binding = Lock(())
+    /// the session that is current when the last one ran; counts the rebinds. (Not a `Lock<Void>`: ThreadSanitizer
+    /// reports the exclusivity check of a zero-sized state as a race.)
+    private let binding = Lock(0)
 
     /// Creates a manager. Call ``restore()`` at launch.
     ///
@@ -193,7 +194,8 @@ public final class SessionManager: Sendable, Observable {
     /// under a lock of its own, reading `current` inside it: two switches that race both rebind, and the one that
     /// rebinds last reads the session current then, so no container stays bound to a session that is not current.
     func rebindContainers() {
-        binding.withLock { _ in
+        binding.withLock { rebinds in
+            rebinds &+= 1
             let (current, containers) = guarded.withLock { guarded in
                 guarded.containers.removeAll { $0.target == nil }
                 return (guarded.current, guarded.containers)

@@ -24,6 +24,8 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     private struct State {
         var value: Value
         var session: UserSession?
+        /// The key of the end handler registered on ``session``, removed when the container is bound elsewhere.
+        var endHandler: Int?
         var discardedCommits = 0
     }
 
@@ -62,21 +64,35 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     ///
     /// When the bound session ends, by whatever route, the contents are emptied synchronously in `end()`.
     ///
+    /// The container keeps one end handler on the session it is bound to and removes it when bound elsewhere, so
+    /// switching back and forth between two long-lived sessions leaves nothing behind on either.
+    ///
     /// - Parameter session: The session whose data the container will hold, or `nil`.
     public func bind(to session: UserSession?) {
-        let changed = state.withLock { state -> Bool in
-            guard state.session !== session else { return false }
-            state.session = session
-            state.value = emptyValue
-            return true
+        typealias Previous = (session: UserSession?, endHandler: Int?)
+        let previous = state.withLock { state -> Previous? in
+            guard state.session !== session else { return nil }
+            defer {
+                state.session = session
+                state.endHandler = nil
+                state.value = emptyValue
+            }
+            return (state.session, state.endHandler)
         }
-        guard changed else { return }
+        guard let previous else { return }
+        if let old = previous.session, let key = previous.endHandler { old.removeEndHandler(key) }
         notifyAll()
         guard let session else { return }
         let id = session.id
-        session.onEnd { [weak self] in
-            self?.clear(ifBoundTo: id)
+        guard let key = session.addEndHandler({ [weak self] in self?.clear(ifBoundTo: id) }) else { return }
+        // Kept only while `session` is still the bound one and has no handler of this container yet; a concurrent
+        // bind may have moved on (or registered first) meanwhile.
+        let kept = state.withLock { state -> Bool in
+            guard state.session === session, state.endHandler == nil else { return false }
+            state.endHandler = key
+            return true
         }
+        if !kept { session.removeEndHandler(key) }
     }
 
     /// Replaces the contents with `value` if `session` is the bound session and still active.
@@ -134,4 +150,35 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
         registrar.withMutation(of: self, keyPath: \.session) {}
         registrar.withMutation(of: self, keyPath: \.value) {}
     }
+}
+
+extension UserSession {
+    /// Runs `handler` once when the session ends, like ``onEnd(_:)``, and returns the key that removes it.
+    ///
+    /// - Parameter handler: What to run.
+    /// - Returns: The key for ``removeEndHandler(_:)``, or `nil` if the session had already ended (`handler` has
+    ///   then run, before this returns).
+    @discardableResult
+    func addEndHandler(_ handler: @escaping @Sendable () -> Void) -> Int? {
+        let key = lifetime.withLock { lifetime -> Int? in
+            guard lifetime.isActive else { return nil }
+            let key = lifetime.nextTaskID
+            lifetime.nextTaskID &+= 1
+            lifetime.endHandlers[key] = handler
+            return key
+        }
+        if key == nil { handler() }
+        return key
+    }
+
+    /// Forgets an end handler that is no longer wanted (a container bound to another session), so that a session
+    /// that lives long does not collect them. Does nothing if it ran or was removed already.
+    ///
+    /// - Parameter key: What ``addEndHandler(_:)`` returned.
+    func removeEndHandler(_ key: Int) {
+        _ = lifetime.withLock { $0.endHandlers.removeValue(forKey: key) }
+    }
+
+    /// How many end handlers are registered, for tests.
+    var endHandlerCount: Int { lifetime.withLock { $0.endHandlers.count } }
 }

@@ -174,10 +174,34 @@ extension UserSession {
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }
 
-    /// Creates one URLSession task under the lock that guards `isActive`, then starts it.
+    /// Creates one URLSession task under the lock that guards `isActive`, then starts it, with
+    /// ``Configuration/requestTimeout`` as its deadline.
+    ///
+    /// At the deadline the task is cancelled, through the session's delegate queue like every cancellation, and
+    /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
+    /// then it is the cancellation it was).
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let handle = RequestHandle()
-        let (data, response): (Data, URLResponse) = try await withTaskCancellationHandler {
+        let urlSession = urlSession
+        let deadline = RequestDeadline(after: configuration.requestTimeout) { handle.cancel(in: urlSession) }
+        defer { deadline.cancel() }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await exchange(request, handle: handle)
+        } catch let failure as TransportFailure
+            where failure.isCancellation && deadline.hasExpired && isActive && !Task.isCancelled
+        {
+            throw TransportFailure(underlying: URLError(.timedOut), request: request)
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
+        }
+        return (data, http)
+    }
+
+    private func exchange(_ request: URLRequest, handle: RequestHandle) async throws -> (Data, URLResponse) {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
                     guard lifetime.isActive else { return nil }
@@ -222,10 +246,6 @@ extension UserSession {
         } onCancel: {
             handle.cancel(in: urlSession)
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
-        }
-        return (data, http)
     }
 
     /// Forgets a request whose answer has been claimed. After `end()` there is nothing left to forget: `end()`
@@ -257,6 +277,9 @@ struct TransportFailure: Error {
     }
 
     var isRetryable: Bool { code != .cancelled && code != .badURL }
+
+    /// Whether the task was cancelled: by `end()`, by the caller, or at its deadline.
+    var isCancellation: Bool { code == .cancelled }
 
     func error(replayable: Bool) -> SessionError {
         switch code {

@@ -37,7 +37,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// How a session sends requests.
     public struct Configuration: Sendable {
-        /// The longest a single attempt of a request may take.
+        /// The longest a single attempt of a request may take: a wall-clock deadline that SessionKit enforces
+        /// from the moment the attempt starts to the last byte of its answer, however the server paces it. At the
+        /// deadline the attempt is cancelled and fails with `timedOut` (`outcomeUnknown` for a request that is not
+        /// replayable); it is measured in real time, whatever ``clock`` says.
         public var requestTimeout: Duration
         /// When requests are replayed after transport failures and retryable statuses.
         public var retryPolicy: RetryPolicy
@@ -45,7 +48,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         public var cacheMaximumBytes: Int
         /// Whether the access token is written to the credential store too (off: it stays in memory only).
         public var storesAccessToken: Bool
-        /// The clock for expiry, backoff and timeouts.
+        /// The clock for expiry and backoff. ``requestTimeout`` runs in real time, not on this clock, so that a
+        /// test's manual clock never ends a request in flight.
         public var clock: any SessionClock
         /// Tests only: runs between a request's task creation and its start, so a test can end the session in
         /// exactly that window. `nil` (one branch per request) everywhere else.
@@ -54,7 +58,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - requestTimeout: Per-attempt timeout.
+        ///   - requestTimeout: The wall-clock deadline of each attempt.
         ///   - retryPolicy: Replay rules.
         ///   - cacheMaximumBytes: Cache bound; `0` disables it.
         ///   - storesAccessToken: Whether the access token is persisted too.
@@ -80,7 +84,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The tasks of requests whose completion handler has not run: what `end()` cancels.
         var requests: [Int: URLSessionTask] = [:]
         var nextTaskID = 0
-        var endHandlers: [@Sendable () -> Void] = []
+        /// What runs at the end, by registration number (``addEndHandler(_:)``), so a handler can be removed.
+        var endHandlers: [Int: @Sendable () -> Void] = [:]
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
@@ -193,12 +198,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///
     /// - Parameter handler: What to run. It must not call back into this session's ``end()``.
     public func onEnd(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = lifetime.withLock { lifetime -> Bool in
-            guard lifetime.isActive else { return true }
-            lifetime.endHandlers.append(handler)
-            return false
-        }
-        if runNow { handler() }
+        addEndHandler(handler)
+    }
+
+    deinit {
+        // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
+        // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
+        // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
+        let (active, handoff) = lifetime.withLock { ($0.isActive, $0.handoffSession) }
+        guard active else { return }  // `end()` invalidated both.
+        urlSession.finishTasksAndInvalidate()
+        handoff?.finishTasksAndInvalidate()
     }
 
     /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
@@ -229,7 +239,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     @discardableResult
     func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Ending? {
         typealias Ended = (
-            requests: [Int: URLSessionTask], handlers: [@Sendable () -> Void], handoff: URLSession?, tokens: TokenSet?
+            requests: [Int: URLSessionTask], handlers: [Int: @Sendable () -> Void], handoff: URLSession?,
+            tokens: TokenSet?
         )
         let ended = lifetime.withLock { lifetime -> Ended? in
             guard lifetime.isActive else { return nil }
@@ -259,7 +270,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
-        for handler in ended.handlers { handler() }
+        for key in ended.handlers.keys.sorted() { ended.handlers[key]?() }
         return Ending(cancelledRequests: ended.requests.count, tokens: ended.tokens)
     }
 

@@ -9,6 +9,22 @@ final class ScheduleModel: Sendable {
         @TaskLocal static var step: Int?
     }
 
+    /// What a violation is about: the safety invariants, or one of the three kinds of liveness.
+    enum Kind: String, Sendable, CaseIterable, Comparable {
+        /// Identity at commit, no work after end, every request with its own token, store and memory agree.
+        case safety
+        /// A refresh token reached the token endpoint twice (a provider with reuse detection revokes the grant).
+        case reused
+        /// A session left `manager.sessions` though no step signed it out and the server rejected nothing of it.
+        case spurious
+        /// `manager.state` disagrees with `manager.current`, or a registered container is not bound to `current`.
+        case mismatched
+
+        static func < (lhs: Kind, rhs: Kind) -> Bool {
+            allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
+        }
+    }
+
     struct SessionRecord {
         let session: UserSession
         let account: Int
@@ -32,20 +48,37 @@ final class ScheduleModel: Sendable {
         var signOutInProgress = false
         /// The gate its sign-out's revocation is held at, if it is.
         var revocationHold: Gate?
+        /// Why the session may leave `manager.sessions` (a step signed it out or replaced it, or the script made
+        /// the server reject its grant); `nil` while nothing may take it out.
+        var mayLeave: String?
     }
 
     struct CallRecord {
         let session: Int
         let what: String
+        /// A forced refresh: its task starts the refresh, unless one is already in flight.
+        var isRefresh = false
         var outstanding = true
         var cancelledByCaller = false
         var outcome = "…"
     }
 
-    enum RefreshScript {
+    enum RefreshScript: CustomStringConvertible {
         case transient
         case rejected
+        /// Held at a gate before the request reaches the token endpoint.
         case hold(Gate)
+        /// Sent at once; its answer (the server has rotated the refresh token by then) is held at a gate.
+        case holdAnswer(Gate)
+
+        var description: String {
+            switch self {
+            case .transient: "transient failure"
+            case .rejected: "invalid_grant"
+            case .hold: "held before the token endpoint"
+            case .holdAnswer: "answer held after the token endpoint rotated"
+            }
+        }
     }
 
     struct State {
@@ -60,20 +93,39 @@ final class ScheduleModel: Sendable {
         var scripts: [Int: [RefreshScript]] = [:]
         /// Revocations to hold, per session: a signal opened when the revocation arrives, and the gate it waits at.
         var revocationHolds: [Int: (arrived: Gate, gate: Gate)] = [:]
+        /// Token endpoint calls not yet answered.
+        var refreshesInProgress = 0
         var violations: [String] = []
+        var kinds: Set<Kind> = []
         var reported: Set<String> = []
     }
 
     let state = Locked(State())
 
     /// Records a violation once, with where it was first seen.
-    func violation(_ message: String, at label: String) {
+    func violation(_ message: String, at label: String, kind: Kind = .safety) {
         state.withLock { state in
-            if state.reported.insert(message).inserted { state.violations.append("\(label): \(message)") }
+            state.kinds.insert(kind)
+            if state.reported.insert(message).inserted {
+                state.violations.append("\(label): \(kind == .safety ? "" : "[\(kind)] ")\(message)")
+            }
         }
     }
 
     var violations: [String] { state.withLock { $0.violations } }
+
+    /// Token endpoint calls not yet answered.
+    var refreshesInProgress: Int { state.withLock { $0.refreshesInProgress } }
+
+    /// The kinds of the violations found.
+    var kinds: Set<Kind> { state.withLock { $0.kinds } }
+
+    /// Records that `ordinal` may leave `manager.sessions` from now on, and why (the first reason is kept).
+    func mayLeave(_ ordinal: Int, because reason: String) {
+        state.withLock { state in
+            if state.sessions[ordinal]?.mayLeave == nil { state.sessions[ordinal]?.mayLeave = reason }
+        }
+    }
 
     func owner(of token: String?) -> Int? {
         guard let token else { return nil }
@@ -168,6 +220,8 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
     let clock: ManualClock
 
     func refresh(using refreshToken: String) async throws -> TokenSet {
+        model.state.withLock { $0.refreshesInProgress += 1 }
+        defer { model.state.withLock { $0.refreshesInProgress -= 1 } }
         switch model.takeScript(for: model.owner(of: refreshToken)) {
         case .transient?:
             throw SessionError(.providerOutage, "scripted outage", statusCode: 503)
@@ -175,10 +229,17 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
             throw SessionError(.refreshRejected, "scripted invalid_grant", statusCode: 400, oauthError: "invalid_grant")
         case .hold(let gate)?:
             await gate.wait()
+        case .holdAnswer(let gate)?:
+            let fresh = try await client.refresh(using: refreshToken)
+            await gate.wait()
+            return answer(fresh, presenting: refreshToken)
         case nil:
             break
         }
-        let fresh = try await client.refresh(using: refreshToken)
+        return answer(try await client.refresh(using: refreshToken), presenting: refreshToken)
+    }
+
+    private func answer(_ fresh: TokenSet, presenting refreshToken: String) -> TokenSet {
         model.refreshed(fresh, presenting: refreshToken, completedAt: .now)
         // Expiry on the schedule's clock, so `expire` steps reach the tokens a refresh returned too.
         return TokenSet(

@@ -20,11 +20,17 @@ final class ScheduleRun: Sendable {
         let call: Int
     }
 
-    /// The violations found (empty when none) and what the schedule did.
+    /// The violations found (empty when none), their kinds, and what the schedule did.
     struct Outcome: Sendable {
         let violations: [String]
+        let kinds: Set<ScheduleModel.Kind>
         let trace: [String]
     }
+
+    /// The refresh policy's `waitTimeout`: short, since `outwaitRefresh` moves the clock past it.
+    static let waitTimeout = Duration.seconds(5)
+    /// How many switches `switchRace` starts at once.
+    static let racingSwitches = 8
 
     private static let runs = Locked(0)
 
@@ -35,6 +41,10 @@ final class ScheduleRun: Sendable {
     let store = RecordingCredentialStore()
     let manager: SessionManager
     let container = SessionScoped<Loaded?>(empty: nil)
+    /// A second registered container, so a rebinding that misses some of them shows.
+    let badge = SessionScoped<Int>(empty: 0)
+    /// How many of the registered resource's next purges fail.
+    let purgeFailures = Locked(0)
     let accounts: [Account]
     let users: [String]
     private let background = Locked<[Task<Void, Never>]>([])
@@ -59,10 +69,21 @@ final class ScheduleRun: Sendable {
                 revoker: ScheduleRevoker(client: world.client, model: model),
                 sessionConfiguration: UserSession.Configuration(cacheMaximumBytes: 0, clock: clock),
                 refreshPolicy: RefreshPolicy(
-                    jitter: .zero, retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero))
+                    jitter: .zero, waitTimeout: Self.waitTimeout,
+                    retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero))
             )
         )
         manager.register(container)
+        manager.register(badge)
+        manager.register(
+            PurgeStep("notifications") { [purgeFailures] _ in
+                let fail = purgeFailures.withLock { count -> Bool in
+                    guard count > 0 else { return false }
+                    count -= 1
+                    return true
+                }
+                if fail { throw SessionError(.storageFailure, "scripted purge failure") }
+            })
     }
 
     /// Runs `schedule` and returns what it found.
@@ -75,16 +96,21 @@ final class ScheduleRun: Sendable {
         }
         await settle()
         await check(at: "settled")
-        for session in manager.sessions { await manager.signOut(session, options: .localOnly) }
+        for session in manager.sessions {
+            if let ordinal = model.ordinal(of: session) { model.mayLeave(ordinal, because: "signed out at the end") }
+            await manager.signOut(session, options: .localOnly)
+        }
         await settle()
         await check(at: "after signing every account out")
+        // Behind every credential operation already queued (a rejected session's deletion among them).
+        for account in accounts { _ = try? await manager.vault.load(for: account) }
         if let remaining = try? await store.accounts(), !remaining.isEmpty {
             model.violation("\(remaining.count) credential records remain after every account signed out", at: "end")
         }
         if let value = container.value {
             model.violation("the container holds #\(value.session)'s data after every account signed out", at: "end")
         }
-        let outcome = Outcome(violations: model.violations, trace: trace())
+        let outcome = Outcome(violations: model.violations, kinds: model.kinds, trace: trace())
         world.forget(id)
         // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
         model.state.withLock { $0.sessions.removeAll() }
@@ -98,7 +124,7 @@ final class ScheduleRun: Sendable {
         return steps.withLock { $0 } + calls
     }
 
-    /// Opens every gate and waits for everything started to finish.
+    /// Opens every gate and waits for everything started to finish, refreshes whose callers left included.
     private func settle() async {
         while true {
             let open = gates.withLock { gates in
@@ -114,8 +140,11 @@ final class ScheduleRun: Sendable {
                 defer { calls.removeAll() }
                 return Array(calls.values)
             }
-            if open.isEmpty && tasks.isEmpty && calls.isEmpty { return }
+            // A refresh that outlived its callers (they were cancelled or gave up waiting) goes on: wait for it too.
+            let refreshing = model.refreshesInProgress
+            if open.isEmpty && tasks.isEmpty && calls.isEmpty && refreshing == 0 { return }
             for task in tasks + calls { await task.value }
+            if refreshing > 0 { await Task.yield() }
         }
     }
 
@@ -145,6 +174,7 @@ final class ScheduleRun: Sendable {
                 return "no live session"
             }
             prepareEnd(of: ordinal, step: index)
+            model.mayLeave(ordinal, because: "replaced by a sign-in at step \(index)")
             return await signIn(account, makeCurrent: step.variant != 0, step: index) + ", replacing #\(ordinal)"
         case .request:
             guard let (ordinal, session) = chosen else { return "no live session" }
@@ -197,6 +227,10 @@ final class ScheduleRun: Sendable {
             return "every access token expired (clock +3601 s)"
         case .revokeOnServer:
             guard let (ordinal, session) = chosen else { return "no live session" }
+            let account = model.record(ordinal)?.account
+            for other in model.state.withLock({ $0.sessions.filter { $0.value.account == account }.keys }) {
+                model.mayLeave(other, because: "its grant was revoked on the server at step \(index)")
+            }
             world.mock.revokeAll(for: user(of: ordinal))
             guard step.variant & 1 == 1 else { return "revoked \(user(of: ordinal))'s grants on the server" }
             return "revoked \(user(of: ordinal))'s grants on the server; "
@@ -211,11 +245,14 @@ final class ScheduleRun: Sendable {
             var scripts: [ScheduleModel.RefreshScript]
             switch step.kind {
             case .refreshTransient: scripts = step.variant & 1 == 0 ? [.transient] : [.transient, .transient]
-            case .refreshRejected: scripts = [.rejected]
+            case .refreshRejected:
+                scripts = [.rejected]
+                model.mayLeave(ordinal, because: "the script rejected its refresh at step \(index)")
             default:
                 let gate = Gate()
-                gates.withLock { $0.append(("refresh of #\(ordinal)", gate)) }
-                scripts = [.hold(gate)]
+                let answer = step.variant & 1 == 1
+                gates.withLock { $0.append(("\(answer ? "answer of the " : "")refresh of #\(ordinal)", gate)) }
+                scripts = [answer ? .holdAnswer(gate) : .hold(gate)]
             }
             model.state.withLock { $0.scripts[ordinal, default: []] += scripts }
             return "next refresh of #\(ordinal): \(scripts.map { "\($0)" }.joined(separator: ", ")); "
@@ -229,18 +266,115 @@ final class ScheduleRun: Sendable {
             model.state.withLock { $0.calls[call]?.cancelledByCaller = true }
             callTasks.withLock { $0[call] }?.cancel()
             return "cancelled call \(call)"
+        case .cancelRefreshCaller:
+            let refreshing = model.state.withLock { state in
+                state.calls.filter { $0.value.isRefresh && $0.value.outstanding && !$0.value.cancelledByCaller }.keys
+                    .sorted()
+            }
+            guard !refreshing.isEmpty else { return "no forced refresh in flight" }
+            let call = refreshing[step.pick % refreshing.count]
+            model.state.withLock { $0.calls[call]?.cancelledByCaller = true }
+            callTasks.withLock { $0[call] }?.cancel()
+            return "cancelled call \(call), a forced refresh"
+        case .outwaitRefresh:
+            clock.advance(by: Self.waitTimeout + .seconds(1))
+            return "the clock moved past the refresh wait timeout (+\(Self.waitTimeout + .seconds(1)))"
+        case .failPurges:
+            let count = 1 + step.variant & 1
+            purgeFailures.withLock { $0 += count }
+            return "the next \(count) purges of the registered resource fail"
+        case .switchRace:
+            return await switchRace(step, live: live, step: index)
+        case .signInFails:
+            let account = accounts[step.pick % accounts.count]
+            let error =
+                step.variant & 1 == 1
+                ? SessionError(.userCancelled, "scripted: the user closed the sign-in sheet")
+                : SessionError(.authorizationFailed, "scripted: the provider refused the grant")
+            let makeCurrent = step.variant & 2 == 0
+            let manager = manager
+            do {
+                _ = try await ScheduleModel.StepContext.$step.withValue(index) {
+                    try await manager.signIn(account, makeCurrent: makeCurrent) { throw error }
+                }
+                return "a sign-in of \(account.subject) whose grant failed succeeded"
+            } catch {
+                return "a sign-in of \(account.subject)\(makeCurrent ? " (to be current)" : "") failed: "
+                    + "\((error as? SessionError)?.code.description ?? "\(type(of: error))")"
+            }
+        case .signInCancelled:
+            let idle = accounts.indices.filter { account in
+                !live.contains { model.record($0.ordinal)?.account == account }
+            }
+            guard !idle.isEmpty else { return "no account to sign in" }
+            let signingOut = idle.filter { account in
+                model.state.withLock { $0.sessions.values.contains { $0.account == account && $0.signOutInProgress } }
+            }
+            let candidates = signingOut.isEmpty ? idle : signingOut
+            return await signIn(
+                candidates[step.pick % candidates.count], makeCurrent: step.variant != 0, step: index, cancelled: true)
         }
     }
 
-    private func signIn(_ account: Int, makeCurrent: Bool, step: Int) async -> String {
+    private func switchRace(
+        _ step: ScheduleStep, live: [(ordinal: Int, session: UserSession)], step index: Int
+    ) async -> String {
+        let idle = accounts.indices.filter { account in
+            !live.contains { model.record($0.ordinal)?.account == account }
+        }
+        if step.variant & 1 == 1, let other = live.first(where: { $0.session !== self.manager.current }) ?? live.first,
+            !idle.isEmpty
+        {
+            // A switch racing a sign-in that makes its session current.
+            let account = idle[step.pick % idle.count]
+            let manager = manager
+            let target = other.session
+            async let switched = ScheduleModel.StepContext.$step.withValue(index) {
+                (try? await manager.switchTo(target)) != nil
+            }
+            let signedIn = await signIn(account, makeCurrent: true, step: index)
+            let didSwitch = await switched
+            model.mark(other.ordinal)
+            let now = manager.current.flatMap { model.ordinal(of: $0) }.map { "#\($0)" } ?? "none"
+            return "switched to #\(other.ordinal)\(didSwitch ? "" : " (refused)") while it \(signedIn); current: \(now)"
+        }
+        guard live.count >= 2 else { return "fewer than two live sessions" }
+        let first = live[step.pick % live.count]
+        let others = live.filter { $0.ordinal != first.ordinal }
+        let second = others[(step.pick / live.count) % others.count]
+        let manager = manager
+        let switched = await ScheduleModel.StepContext.$step.withValue(index) {
+            await withTaskGroup(of: Bool.self) { group in
+                // Several at once, alternating, so that their unlocked parts overlap often enough to show.
+                for target in Array(repeating: [first.session, second.session], count: Self.racingSwitches / 2).joined()
+                {
+                    group.addTask { (try? await manager.switchTo(target)) != nil }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+        }
+        model.mark(first.ordinal)
+        model.mark(second.ordinal)
+        let now = manager.current.flatMap { model.ordinal(of: $0) }.map { "#\($0)" } ?? "none"
+        return
+            "switched to #\(first.ordinal) and #\(second.ordinal) \(Self.racingSwitches / 2) times each, all at once "
+            + "(\(switched) of \(Self.racingSwitches) switched); current: \(now)"
+    }
+
+    /// Signs `account` in; `cancelled` runs the sign-in in a task that is cancelled at once (a screen that went
+    /// away), and does not let a held sign-out of the account go first.
+    private func signIn(_ account: Int, makeCurrent: Bool, step: Int, cancelled: Bool = false) async -> String {
         // A sign-in waits for the account's sign-out in progress; one held at a gate only a later step opens
         // would stall the schedule, so the sign-in lets it go first (and races its purge).
         let held = model.state.withLock { state in
             state.sessions.filter { $0.value.account == account && $0.value.signOutInProgress }
                 .compactMap { $0.value.revocationHold }
         }
-        for gate in held { gate.open() }
-        gates.withLock { gates in gates.removeAll { gate in held.contains { $0 === gate.gate } } }
+        func letSignOutsGo() {
+            for gate in held { gate.open() }
+            gates.withLock { gates in gates.removeAll { gate in held.contains { $0 === gate.gate } } }
+        }
+        if !cancelled { letSignOutsGo() }
         let ordinal = model.newOrdinal()
         let tokens: TokenSet
         do {
@@ -250,10 +384,31 @@ final class ScheduleRun: Sendable {
         }
         model.own(tokens, by: ordinal)
         let makeCurrent = makeCurrent || manager.current == nil
-        do {
-            let session = try await ScheduleModel.StepContext.$step.withValue(step) {
+        let manager = manager
+        let signedIn = Task {
+            try await ScheduleModel.StepContext.$step.withValue(step) {
                 try await manager.signIn(accounts[account], tokens: tokens, makeCurrent: makeCurrent)
             }
+        }
+        if cancelled {
+            signedIn.cancel()
+            // A cancelled sign-in should give up waiting for the sign-out; one that waits on regardless must not
+            // stall the schedule: after a while the sign-out is let go.
+            let done = Locked(false)
+            let watcher = Task {
+                _ = await signedIn.result
+                done.withLock { $0 = true }
+            }
+            var yields = 0
+            while !done.withLock({ $0 }) && yields < 1000 {
+                await Task.yield()
+                yields += 1
+            }
+            if !done.withLock({ $0 }) { letSignOutsGo() }
+            await watcher.value
+        }
+        do {
+            let session = try await signedIn.value
             // A screen made for this session: bound before the end marker, so its handler empties it first.
             let screen = SessionScoped<Loaded?>(empty: nil)
             screen.bind(to: session)
@@ -262,8 +417,9 @@ final class ScheduleRun: Sendable {
             }
             model.mark(ordinal)
             return "signed in \(users[account]) as #\(ordinal)\(makeCurrent ? " (current)" : "")"
+                + (cancelled ? ", though its task was cancelled" : "")
         } catch {
-            return "sign-in of \(users[account]) failed: \(error)"
+            return "\(cancelled ? "cancelled " : "")sign-in of \(users[account]) failed: \(error)"
         }
     }
 
@@ -281,6 +437,7 @@ final class ScheduleRun: Sendable {
 
     private func signOut(_ ordinal: Int, _ session: UserSession, localOnly: Bool, step: Int) async -> String {
         prepareEnd(of: ordinal, step: step)
+        model.mayLeave(ordinal, because: "signed out at step \(step)")
         model.state.withLock { $0.sessions[ordinal]?.signOutInProgress = true }
         let report = await ScheduleModel.StepContext.$step.withValue(step) {
             await manager.signOut(session, options: localOnly ? .localOnly : SignOutOptions())
@@ -305,6 +462,7 @@ final class ScheduleRun: Sendable {
 
     private func signOutHeld(_ ordinal: Int, _ session: UserSession, step: Int) async -> String {
         prepareEnd(of: ordinal, step: step)
+        model.mayLeave(ordinal, because: "signed out at step \(step)")
         let arrived = Gate()
         let hold = Gate()
         model.state.withLock { state in
@@ -337,6 +495,7 @@ final class ScheduleRun: Sendable {
         let others = live.filter { $0.ordinal != ordinal }
         for other in others {
             prepareEnd(of: other.ordinal, step: step)
+            model.mayLeave(other.ordinal, because: "signed out by a switch at step \(step)")
             model.state.withLock { $0.sessions[other.ordinal]?.signOutInProgress = true }
         }
         let reports = await ScheduleModel.StepContext.$step.withValue(step) {
@@ -362,7 +521,8 @@ final class ScheduleRun: Sendable {
         if heldBeforeCommit { what += ", held before its commit" }
         let call = model.state.withLock { state -> Int in
             defer { state.nextCall += 1 }
-            state.calls[state.nextCall] = ScheduleModel.CallRecord(session: ordinal, what: what)
+            state.calls[state.nextCall] = ScheduleModel.CallRecord(
+                session: ordinal, what: what, isRefresh: method == nil)
             return state.nextCall
         }
         var request: URLRequest?
@@ -422,6 +582,97 @@ final class ScheduleRun: Sendable {
         checkContainer(at: label)
         checkArrivals(at: label)
         await checkStore(at: label)
+        checkReuse(at: label)
+        checkSessionsStay(at: label)
+        await checkAgreement(at: label)
+    }
+
+    // MARK: - Liveness
+
+    /// No refresh token reached the token endpoint twice: a provider with reuse detection would have revoked the
+    /// grant, signing a user out who did nothing wrong.
+    private func checkReuse(at label: String) {
+        let repeated = users.map { ($0, world.mock.repeatedRefreshTokenCount(for: $0)) }.filter { $0.1 > 0 }
+        guard !repeated.isEmpty else { return }
+        model.violation(
+            "refresh tokens were presented to the token endpoint twice ("
+                + repeated.map { "\($0.0): \($0.1)" }.joined(separator: ", ") + ")",
+            at: label, kind: .reused)
+    }
+
+    /// No session left `manager.sessions` unless a step signed it out or replaced it, or the script made the
+    /// server reject its grant.
+    private func checkSessionsStay(at label: String) {
+        let live = manager.sessions
+        let records = model.state.withLock { state in
+            state.sessions.filter { $0.value.mayLeave == nil }.map { ($0.key, $0.value.session) }
+        }
+        for (ordinal, session) in records.sorted(by: { $0.0 < $1.0 }) where !live.contains(where: { $0 === session }) {
+            let calls = model.state.withLock { state in
+                state.calls.filter { $0.value.session == ordinal && !$0.value.outstanding }.sorted { $0.key < $1.key }
+                    .map { "call \($0.key): \($0.value.outcome)" }
+            }
+            model.violation(
+                "#\(ordinal) (\(user(of: ordinal))) left the manager's sessions though nothing signed it out and the "
+                    + "server rejected nothing of it (its calls: \(calls.joined(separator: "; ")))",
+                at: label, kind: .spurious)
+        }
+    }
+
+    /// `manager.state` agrees with `manager.current` — active or refreshing for the current session's account
+    /// when there is one, neither when there is none — the current session is live, and every registered
+    /// container is bound to it.
+    ///
+    /// The manager publishes the state, the current session and the bindings under separate locks, so a refresh
+    /// finishing in the background is seen half-applied for an instant: a disagreement counts only if it is still
+    /// there after the background work had many chances to finish: 2,000 yields and 100 ms, whichever is longer
+    /// (a bounded wait that sleeps nowhere; the time bound is for a loaded machine, where a thread half-way through
+    /// can stay descheduled for a while).
+    private func checkAgreement(at label: String) async {
+        var disagreement: String?
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(100))
+        var yields = 0
+        while true {
+            disagreement = agreement()
+            guard let seen = disagreement else { return }
+            // Already found at an earlier check and still there: no need to wait for it again.
+            if model.state.withLock({ $0.reported.contains(seen) }) { break }
+            if yields >= 2_000 && ContinuousClock.now >= deadline { break }
+            yields += 1
+            await Task.yield()
+        }
+        if let disagreement { model.violation(disagreement, at: label, kind: .mismatched) }
+    }
+
+    private func agreement() -> String? {
+        let current = manager.current
+        let state = manager.state
+        let live = manager.sessions
+        let bindings = [("the container", container.session), ("the badge", badge.session)]
+        guard manager.current === current else { return "the current session changed while it was being read" }
+        func name(_ session: UserSession?) -> String {
+            guard let session else { return "none" }
+            return model.ordinal(of: session).map { "#\($0) (\(user(of: $0)))" } ?? "an unknown session"
+        }
+        if let current {
+            guard live.contains(where: { $0 === current }) else {
+                return "current is \(name(current)), which is not among the live sessions"
+            }
+            switch state {
+            case .active(let account, _) where account == current.account: break
+            case .refreshing(let account) where account == current.account: break
+            default: return "state is \(state) while current is \(name(current))"
+            }
+        } else {
+            switch state {
+            case .active, .refreshing: return "state is \(state) while there is no current session"
+            default: break
+            }
+        }
+        for (container, bound) in bindings where bound !== current {
+            return "\(container) is bound to \(name(bound)) while current is \(name(current))"
+        }
+        return nil
     }
 
     /// Identity at commit: the container holds nothing, or data of the session it is bound to, committed while

@@ -36,10 +36,26 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         case refreshTransient
         /// A forced refresh whose token request is answered `invalid_grant`.
         case refreshRejected
-        /// A forced refresh held at a gate before it reaches the token endpoint.
+        /// A forced refresh held at a gate: `variant` bit 0 holds its answer (the server has rotated the refresh
+        /// token by then), otherwise the request, before it reaches the token endpoint.
         case refreshHeld
         /// Cancel the task of a call in flight.
         case cancelCall
+        /// Cancel the task of a forced refresh in flight: the caller that started the refresh, unless it joined one.
+        case cancelRefreshCaller
+        /// Move the clock past the refresh policy's `waitTimeout`: every caller waiting for a refresh gives up.
+        case outwaitRefresh
+        /// Make the next purge (`variant` bit 0: the next two) of the registered resource fail.
+        case failPurges
+        /// Switch to two sessions, four times each, all at once; `variant` bit 0: switch to
+        /// a session while an account that has none signs in and becomes current.
+        case switchRace
+        /// Sign in an account that has no live session, preferring one whose sign-out is still in progress (not
+        /// let go first), and cancel the sign-in's task at once.
+        case signInCancelled
+        /// A sign-in whose grant fails (`variant` bit 0: the user cancels it, otherwise the provider refuses) for
+        /// any account, live or not, made current unless `variant` bit 1.
+        case signInFails
     }
 
     let kind: Kind
@@ -54,6 +70,8 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         (.signIn, 8), (.signInAgain, 2), (.request, 16), (.openGate, 10), (.signOut, 4), (.signOutHeld, 3),
         (.signOutStale, 1), (.switchAccount, 4), (.switchEndingOthers, 1), (.expire, 2), (.revokeOnServer, 2),
         (.invalidateAccess, 2), (.refreshTransient, 2), (.refreshRejected, 2), (.refreshHeld, 4), (.cancelCall, 3),
+        (.cancelRefreshCaller, 3), (.outwaitRefresh, 3), (.failPurges, 2), (.switchRace, 2), (.signInCancelled, 2),
+        (.signInFails, 2),
     ]
 
     /// The steps of the schedule `seed` names: a sign-in, then 4 to 13 steps drawn by weight.
