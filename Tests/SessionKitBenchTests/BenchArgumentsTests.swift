@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKitBench
 
-@Suite struct BenchArgumentsTests {
+@Suite(.timeLimit(.minutes(5))) struct BenchArgumentsTests {
     @Test func noArgumentsRunEverythingAsATable() throws {
         #expect(try BenchArguments.parse([]) == BenchArguments())
     }

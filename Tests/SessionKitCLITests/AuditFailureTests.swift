@@ -6,7 +6,7 @@ import Testing
 @testable import SessionKitCLICore
 
 /// Every way of not getting an HTTP answer exits 3 with a message that names the host and port, and no token.
-@Suite struct AuditFailureTests {
+@Suite(.timeLimit(.minutes(10))) struct AuditFailureTests {
     static let tokens = ["SESSIONKIT_TOKEN_A": "failure-token-a-0123", "SESSIONKIT_TOKEN_B": "failure-token-b-0123"]
 
     private func auditCache(_ url: URL, timeout: String? = nil) async -> (ExitCode, CapturedConsole) {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SessionKitCLICore
 
-@Suite struct CacheAuditTests {
+@Suite(.timeLimit(.minutes(10))) struct CacheAuditTests {
     static let tokenA = "alice-opaque-token-0123456789"
     static let tokenB = "bob-opaque-token-9876543210"
 

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SessionKitCLICore
 
-@Suite struct CommandLineParserTests {
+@Suite(.timeLimit(.minutes(5))) struct CommandLineParserTests {
     private func parse(_ line: String) throws(UsageError) -> Command {
         try CommandLineParser.parse(line.split(separator: " ").map(String.init))
     }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SessionKitCLICore
 
-@Suite struct DemoTests {
+@Suite(.timeLimit(.minutes(10))) struct DemoTests {
     /// Whether the naive code shows the bug on this platform, by scenario id (`nil`: it depends on the run).
     static func naiveLeaks(_ id: String) -> Bool? {
         switch id {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SessionKitCLICore
 
-@Suite struct LogoutAuditTests {
+@Suite(.timeLimit(.minutes(10))) struct LogoutAuditTests {
     private func arguments(
         resource: URL,
         revocation: URL,

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SessionKitCLICore
 
-@Suite struct TextLayoutTests {
+@Suite(.timeLimit(.minutes(5))) struct TextLayoutTests {
     @Test func wrapBreaksAtSpacesAndCutsOnlyLongerWords() {
         #expect(TextLayout.wrap("one two three", width: 7) == ["one two", "three"])
         #expect(TextLayout.wrap("abcdefghij", width: 4) == ["abcd", "efgh", "ij"])

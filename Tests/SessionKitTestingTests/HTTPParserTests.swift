@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKitTesting
 
-@Suite struct HTTPParserTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPParserTests {
     private static let limits = HTTPParser.Limits(maximumHeaderBytes: 256, maximumBodyBytes: 64)
 
     private struct Outcome {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKitTesting
 
-@Suite struct HTTPResponseSerializerTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPResponseSerializerTests {
     private func text(_ output: HTTPResponseSerializer.Output) -> String {
         String(decoding: output.bytes, as: UTF8.self)
     }

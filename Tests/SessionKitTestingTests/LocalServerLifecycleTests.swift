@@ -13,7 +13,7 @@ import Testing
 #endif
 
 /// Starting and stopping: what is closed, what is cancelled, and when `stop()` returns.
-@Suite struct LocalServerLifecycleTests {
+@Suite(.timeLimit(.minutes(10))) struct LocalServerLifecycleTests {
     private struct Boom: Error {
         var port: Int
     }

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// LocalServer as an app's HTTP client (URLSession) sees it.
-@Suite struct LocalServerTests {
+@Suite(.timeLimit(.minutes(10))) struct LocalServerTests {
     @Test func answersWithTheHandlersResponseAndSetsContentLength() async throws {
         let handler: LocalServer.Handler = { request in
             .json(#"{"path":"\#(request.path)"}"#, headers: [("X-Test", "yes")])

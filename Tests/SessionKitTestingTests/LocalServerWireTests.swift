@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// LocalServer byte by byte, through a raw TCP client: framing, connection handling and bad input.
-@Suite struct LocalServerWireTests {
+@Suite(.timeLimit(.minutes(10))) struct LocalServerWireTests {
     private static let echo: LocalServer.Handler = { request in
         .text("\(request.method) \(request.path) #\(request.connectionID) \(request.bodyText)")
     }

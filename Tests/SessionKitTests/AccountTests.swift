@@ -1,7 +1,7 @@
 import SessionKit
 import Testing
 
-@Suite struct AccountTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct AccountTests {
     @Test func identityIgnoresDisplayName() {
         let a = Account(issuer: "https://id.example", subject: "42", displayName: "Alice")
         let b = Account(issuer: "https://id.example", subject: "42", displayName: "Alice B.")

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct AuthorizationRequestTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct AuthorizationRequestTests {
     private typealias Support = OAuthTestSupport
     private static let endpoint = URL(string: "https://id.example/authorize")!
 
@@ -103,7 +103,7 @@ import Testing
     }
 }
 
-@Suite struct AuthorizationResponseTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct AuthorizationResponseTests {
     private typealias Support = OAuthTestSupport
 
     private func parse(_ callback: String, state: String = "xyz", issuer: String? = nil) throws -> String {

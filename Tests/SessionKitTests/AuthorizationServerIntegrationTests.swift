@@ -14,6 +14,7 @@ import Testing
 /// test); under plain `swift test` without the server it is skipped. Each test creates users of its own, so
 /// the request log and injected faults of one test never touch another running beside it.
 @Suite(
+    .timeLimit(.minutes(TimeLimit.heavy)),
     .enabled(
         if: AuthorizationServerFixture.shouldRun,
         "no authorization server: run scripts/test, which starts django-oauth-toolkit on loopback"

@@ -12,6 +12,7 @@ import Testing
 /// started it. Without it, and without `SESSIONKIT_REQUIRE_AUTH_SERVER=1`, the suite is skipped with the reason
 /// below; with that variable set, every test fails on the missing server instead of passing silently.
 @Suite(
+    .timeLimit(.minutes(TimeLimit.heavy)),
     .enabled(
         if: AuthorizationServerFixture.shouldRun,
         "no authorization server: scripts/test starts one and sets SESSIONKIT_AUTH_SERVER_URL"))

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct Base64URLTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct Base64URLTests {
     @Test func roundTripsEveryLengthFrom0To100() {
         for length in 0...100 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ 251) }

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct BearerChallengeTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct BearerChallengeTests {
     @Test func readsRFC6750Examples() throws {
         let plain = try #require(BearerChallenge.parse(#"Bearer realm="example""#))
         #expect(plain.realm == "example")

@@ -7,7 +7,8 @@ import Testing
 /// its requests complete. FoundationNetworking stops the process when a task is cancelled while its completion
 /// runs (the task leaves the session's registry between the two steps of the cancellation); this drives that
 /// window as often as it can. `SESSIONKIT_CANCEL_RACES` sets the number of rounds.
-@Suite struct CancellationRaceTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(30, by: "SESSIONKIT_CANCEL_RACES", reference: 1_000))))
+struct CancellationRaceTests {
     @Test func endingAndCancellingWhileAnswersArriveNeverStopsTheProcess() async throws {
         let rounds = ProcessInfo.processInfo.environment["SESSIONKIT_CANCEL_RACES"].flatMap { Int($0) } ?? 150
         var generator = SeededGenerator(seed: UInt64.random(in: 0...(1 << 48)))

@@ -13,7 +13,7 @@ import Testing
 /// Each sample sits between `// sample-begin: <name>` and `// sample-end: <name>`. In a document, the fenced
 /// `swift` block that follows `<!-- sample: <name> -->` must equal the sample with its common indentation removed.
 /// Change a sample here first, run `swift format format -i`, then paste it into the document.
-@Suite struct CodeSamplesTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct CodeSamplesTests {
     @Test func readmeExample() async throws {
         try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
             try mock.addUser("alice")
@@ -125,14 +125,18 @@ import Testing
             let profile = SessionScoped<String>(empty: "")
             manager.register(profile)
             let session = try await manager.signIn(alice, tokens: TokenSet(accessToken: "token-alice"))
-            let load = Task { try await session.data(for: URLRequest(url: server.url("/me"))) }
+            let load = Task {
+                let (data, _) = try await session.data(for: URLRequest(url: server.url("/me")))
+                profile.commit(String(decoding: data, as: UTF8.self), from: session)  // refused if the session ended
+            }
 
             await gate.waitForArrivals(1)  // the request is on the server now
             await manager.signOut(options: .localOnly)
             gate.open()
 
-            await #expect(throws: SessionError.self) { try await load.value }  // sessionEnded, never the response
-            #expect(profile.value == "")
+            let error = await #expect(throws: SessionError.self) { try await load.value }
+            #expect(error?.code == .sessionEnded)  // never the response
+            #expect(profile.value == "")  // nothing of Alice's reached the screen
             #expect(server.requests.map(\.bearerToken) == ["token-alice"])
             // sample-end: testing-late-response
         }

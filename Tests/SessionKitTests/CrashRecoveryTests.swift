@@ -24,7 +24,7 @@ import Testing
 /// around each operation, so the test knows what was in flight when it killed it. `SESSIONKIT_KILLS` sets the
 /// number of kills (200 by default) and `SESSIONKIT_CRASH_SEED` the seed that picks the kill points and the
 /// child's operations.
-@Suite struct CrashRecoveryTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(30, by: "SESSIONKIT_KILLS", reference: 200)))) struct CrashRecoveryTests {
     private static let issuer = "https://crash.sessionkit.invalid"
     private static let users = ["alice", "bob"]
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct DeviceAuthorizationTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct DeviceAuthorizationTests {
     private typealias Support = OAuthTestSupport
 
     /// RFC 8628 §3.2's example response.

@@ -12,7 +12,7 @@ import Testing
 /// endpoint during a refresh, from the revocation endpoint during sign-out — each end in a typed `SessionError`
 /// (or, for the resource's own statuses, the documented answer), never a crash, and a transient failure never
 /// costs the user their credentials: the session stays live with the same tokens in memory and in the store.
-@Suite struct FaultTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct FaultTests {
     /// A signed-in session of `alice` at `mock`, its manager and store; the access token is valid for an hour.
     private struct Fixture {
         let mock: MockAuthorizationServer

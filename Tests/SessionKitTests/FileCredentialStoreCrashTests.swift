@@ -17,7 +17,8 @@ import Testing
 /// reports each completed save on stdout. Record n is a function of n alone, with a size that changes with n,
 /// so a torn or mixed record cannot match any record. `SESSIONKIT_KILLS` sets the number of kills (200 by
 /// default) and `SESSIONKIT_CRASH_SEED` the seed that picks the kill points.
-@Suite struct FileCredentialStoreCrashTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(30, by: "SESSIONKIT_KILLS", reference: 200))))
+struct FileCredentialStoreCrashTests {
     private let account = Account(issuer: "https://crash.sessionkit.invalid", subject: "crash-child")
 
     /// Record n, exactly as the child builds it.

@@ -9,7 +9,7 @@ import Testing
     import Darwin
 #endif
 
-@Suite struct FileCredentialStoreTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct FileCredentialStoreTests {
     private let alice = CredentialStoreContract.account(1)
     private let bob = CredentialStoreContract.account(2)
 

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct FormURLEncodingTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct FormURLEncodingTests {
     @Test func encodesEverythingButUnreservedCharacters() {
         #expect(FormURLEncoding.encode("aZ09-._~") == "aZ09-._~")
         #expect(FormURLEncoding.encode("a+b/c=d&e f%g") == "a%2Bb%2Fc%3Dd%26e+f%25g")

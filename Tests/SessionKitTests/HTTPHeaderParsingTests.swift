@@ -2,7 +2,7 @@ import Foundation
 import SessionKit
 import Testing
 
-@Suite struct HTTPHeaderParsingTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct HTTPHeaderParsingTests {
     /// Sun, 06 Nov 1994 08:49:37 GMT
     private let rfcExample = Date(timeIntervalSince1970: 784_111_777)
     /// 2025-06-01T00:00:00Z, the "now" RFC 850 years are placed against.

@@ -10,7 +10,8 @@ import Testing
 /// Feeds the header parsers (and a cache) random, grammar-shaped and mutated input, checking properties that
 /// must hold for any input. `SESSIONKIT_FUZZ_INPUTS` sets the count (default 5,000), `SESSIONKIT_SEED` replays
 /// a run: every failure message names the seed.
-@Suite struct HeaderFuzzTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(30, by: "SESSIONKIT_FUZZ_INPUTS", reference: 100_000))))
+struct HeaderFuzzTests {
     private static let fragments = [
         "max-age", "s-maxage", "no-store", "no-cache", "private", "public", "must-revalidate", "immutable",
         "max-stale", "min-fresh", "stale-while-revalidate", "=", "=", "\"", "\"", "\\", ",", ",", " ", "\t", "*",

@@ -50,7 +50,8 @@ import Testing
 /// schedules that showed each kind of liveness violation. On a failure it also prints, for each kind, the first
 /// failing schedule's seed, its violations, and the shortest trace it found that still shows that kind, by
 /// re-running the schedule with steps removed.
-@Suite struct InterleavingTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(45, by: "SESSIONKIT_SCHEDULES", reference: 10_000))))
+struct InterleavingTests {
     private static let batchSize = 250
     private static let parallelSchedules = 4
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct JSONParserTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct JSONParserTests {
     private func parse(_ text: String) throws(JSONParser.Failure) -> JSONValue {
         try JSONParser.parse(Array(text.utf8))
     }

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct JWTTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct JWTTests {
     private typealias Support = OAuthTestSupport
 
     @Test func readsTheWellKnownHS256Example() throws {

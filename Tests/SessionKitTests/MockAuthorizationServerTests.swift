@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The mock checked on the wire with plain HTTP, independently of ``OAuthClient``.
-@Suite struct MockAuthorizationServerTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct MockAuthorizationServerTests {
     struct Answer {
         var status: Int
         var fields: [String: String]

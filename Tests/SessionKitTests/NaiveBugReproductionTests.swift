@@ -10,7 +10,7 @@ import Testing
 
 /// The "before" picture: the three privacy bugs, reproduced with the naive code patterns apps write.
 /// Each test passes *because the bug happens*; the suites after it show SessionKit preventing each one.
-@Suite struct NaiveBugReproductionTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct NaiveBugReproductionTests {
     /// The naive store: one place for the current user's data, loaded with a plain async method.
     final class NaiveStore: Sendable {
         private let state = Lock<(user: String?, loans: [String])>((nil, []))

@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct OAuthClientTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct OAuthClientTests {
     // MARK: - Refresh
 
     @Test func refreshRotatesAndTheOldRefreshTokenIsThenRejected() async throws {

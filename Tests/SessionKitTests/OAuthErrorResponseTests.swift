@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct OAuthErrorResponseTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct OAuthErrorResponseTests {
     private func classify(_ status: Int, _ body: String, retryAfter: Duration? = nil) -> SessionError {
         OAuthErrorResponse.classify(statusCode: status, body: Data(body.utf8), retryAfter: retryAfter)
     }

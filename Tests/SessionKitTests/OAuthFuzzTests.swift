@@ -9,7 +9,8 @@ import Testing
 /// `SESSIONKIT_FUZZ_INPUTS` sets the number of inputs (5,000 by default, 100,000 under scripts/test), split evenly
 /// across the targets; `SESSIONKIT_SEED` replays a run. The seed is printed on one line, and every failure names
 /// the seed, the target and the input's index.
-@Suite struct OAuthFuzzTests {
+@Suite(.timeLimit(.minutes(TimeLimit.scaled(30, by: "SESSIONKIT_FUZZ_INPUTS", reference: 100_000))))
+struct OAuthFuzzTests {
     @Test func everyParserAnswersAValueOrATypedErrorForAnyInput() {
         let environment = ProcessInfo.processInfo.environment
         let total = environment["SESSIONKIT_FUZZ_INPUTS"].flatMap { Int($0) }.map { max($0, 0) } ?? 5_000

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct PKCETests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct PKCETests {
     /// RFC 7636 Appendix B: the verifier's 32 octets, its text and its S256 challenge.
     private static let rfcOctets: [UInt8] = [
         116, 24, 223, 180, 151, 153, 224, 37, 79, 250, 96, 125, 216, 173, 187, 186, 22, 212, 37, 77, 105, 214, 191,

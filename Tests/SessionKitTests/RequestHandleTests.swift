@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct RequestHandleTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RequestHandleTests {
     /// `end()` may reach a request between the creation of its task and its start: it must then never start.
     @Test func aRequestCancelledBeforeItStartsNeverStarts() async throws {
         try await LocalServer.withRunning { server async throws in

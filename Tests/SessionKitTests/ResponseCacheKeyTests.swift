@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct ResponseCacheKeyTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct ResponseCacheKeyTests {
     /// The one-pass check may only accept what the careful rebuild leaves unchanged.
     @Test(arguments: [
         "http://127.0.0.1:8080/me", "http://127.0.0.1:80/me", "https://a.example:443/x", "http://a.example:443/x",

@@ -40,7 +40,7 @@ private final class TestClock: SessionClock {
     }
 }
 
-@Suite struct ResponseCacheTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct ResponseCacheTests {
     private let clock = TestClock()
 
     private func makeCache(maximumBytes: Int = 4 * 1024 * 1024) -> ResponseCache {

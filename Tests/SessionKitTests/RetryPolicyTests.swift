@@ -2,7 +2,7 @@ import SessionKit
 import SessionKitTesting
 import Testing
 
-@Suite struct RetryPolicyTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RetryPolicyTests {
     @Test func fullJitterDrawsBelowTheDoublingCeiling() {
         let policy = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(100), maximumDelay: .seconds(10))
         #expect(policy.delay(beforeAttempt: 2, random: 0) == .zero)

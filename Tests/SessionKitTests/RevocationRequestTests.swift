@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct RevocationRequestTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RevocationRequestTests {
     private typealias Support = OAuthTestSupport
 
     private func classify(_ status: Int, _ body: String = "", retryAfter: Duration? = nil)

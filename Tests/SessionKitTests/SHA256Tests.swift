@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct SHA256Tests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct SHA256Tests {
     private func hex(_ bytes: [UInt8]) -> String {
         bytes.map { String(format: "%02x", $0) }.joined()
     }

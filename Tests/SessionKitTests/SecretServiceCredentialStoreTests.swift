@@ -7,6 +7,7 @@
     /// their own with an unlocked GNOME Keyring and sets `SESSIONKIT_REQUIRE_SECRET_SERVICE=1`, so there the
     /// suite fails if the service is missing. A plain `swift test` without a keyring skips it, saying why.
     @Suite(
+        .timeLimit(.minutes(TimeLimit.heavy)),
         // Without SESSIONKIT_REQUIRE_SECRET_SERVICE=1, a missing service skips the suite with this comment.
         .enabled("no Secret Service on the session bus; scripts/test provides one") {
             await SecretServiceTestGate.shouldRun()
@@ -140,7 +141,7 @@
     }
 
     /// What the Secret Service store says when it cannot work; runs anywhere on Linux, keyring or not.
-    @Suite struct SecretServiceAvailabilityTests {
+    @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct SecretServiceAvailabilityTests {
         @Test func withoutASessionBusTheStoreIsUnavailableAndSaysWhy() async throws {
             let child = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found next to the tests")
             var environment = ProcessInfo.processInfo.environment

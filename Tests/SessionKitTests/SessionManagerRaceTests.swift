@@ -26,7 +26,7 @@ private final class GatedCredentialStore: CredentialStore {
 
 /// Races between sign-in, sign-out and refresh of one account that `InterleavingTests` found; each test orders
 /// the race with gates so it fails the same way every time on the code before the fix.
-@Suite struct SessionManagerRaceTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct SessionManagerRaceTests {
     /// Found as "signOutStale": signing out a session that a re-login of the same account already replaced
     /// purged the account, and with it the credentials of the live session that replaced it.
     @Test func signingOutAReplacedSessionLeavesItsReplacementAlone() async throws {

@@ -40,7 +40,7 @@ func temporaryDirectory() throws -> URL {
     return url
 }
 
-@Suite struct SessionManagerTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct SessionManagerTests {
     func rotatingEndpoint(gate: Gate? = nil) -> ScriptedTokenEndpoint {
         ScriptedTokenEndpoint(gate: gate) { refreshToken, n in
             let user = refreshToken.replacingOccurrences(of: "refresh-", with: "").prefix { $0 != "-" }
@@ -95,7 +95,9 @@ func temporaryDirectory() throws -> URL {
         )
         try await manager.signIn(alice, tokens: tokens("alice"))
         let signOut = Task { await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5))) }
-        await eventually { clock.sleepers > 0 }
+        // Bounded, so an unbounded revocation fails here instead of spinning: nothing would ever sleep on the clock.
+        let bounded = await eventually(within: .seconds(60)) { clock.sleepers > 0 }
+        try #require(bounded, "the sign-out waits for the revocation without a deadline on the session's clock")
         clock.advance(by: .seconds(5))
         let report = await signOut.value
         #expect(report.refreshTokenRevocation == .timedOut)

@@ -1,7 +1,7 @@
 import SessionKit
 import Testing
 
-@Suite struct SessionStateTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct SessionStateTests {
     static let alice = Account(issuer: "https://id.example", subject: "alice")
     static let bob = Account(issuer: "https://id.example", subject: "bob")
     static let failure = SessionError(.authorizationFailed, "denied")

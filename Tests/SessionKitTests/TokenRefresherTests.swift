@@ -25,7 +25,7 @@ final class RotatingResource: Sendable {
     }
 }
 
-@Suite struct TokenRefresherTests {
+@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct TokenRefresherTests {
     func makeEndpoint(_ resource: RotatingResource, gate: Gate? = nil) -> ScriptedTokenEndpoint {
         ScriptedTokenEndpoint(gate: gate) { refreshToken, n in
             let access = "token-alice-\(n)"
@@ -43,22 +43,36 @@ final class RotatingResource: Sendable {
             let gate = Gate()
             let endpoint = makeEndpoint(resource, gate: gate)
             let store: any CredentialStore = InMemoryCredentialStore()
+            // Every caller waiting on a refresh sets a timer for its wait on the session's clock: on a manual
+            // clock, its sleepers are the callers waiting (and the timers never fire).
+            let clock = ManualClock()
             let session = UserSession(
                 account: alice,
-                tokens: tokens("alice"),
+                tokens: tokens("alice", clock: clock),
+                configuration: UserSession.Configuration(clock: clock),
                 vault: CredentialVault(store: store),
                 tokenEndpoint: endpoint
             )
+            let finished = Counter()
             let results = Task {
                 try await withThrowingTaskGroup(of: String.self) { group in
                     for _ in 0..<k {
-                        group.addTask { text(try await session.data(for: get(server, "/me")).0) }
+                        group.addTask {
+                            defer { finished.increment() }
+                            return text(try await session.data(for: get(server, "/me")).0)
+                        }
                     }
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
             }
+            // The token request is held until all k callers wait on a refresh: without single flight, each of
+            // them would have sent a token request of its own by then.
+            // A caller that fails meanwhile (the loop guard refusing the sixth token request) counts too, so a
+            // broken single flight fails here instead of hanging.
             await gate.waitForArrivals(1)
-            await eventually { server.requests.count >= k }
+            await eventually { clock.sleepers + finished.value >= k }
+            #expect(finished.value == 0, "a caller gave up before the one refresh finished")
+            #expect(clock.sleepers == k)
             gate.open()
             let bodies = try await results.value
             #expect(endpoint.count == 1)
@@ -224,8 +238,10 @@ final class RotatingResource: Sendable {
         #expect(timedOut?.code == .refreshTimedOut)
         _ = patient
         gate.open()
-        // The refresh itself went on; the first waiter's deadline also passed, so read the session instead.
-        await eventually { session.tokens?.accessToken == "t1" }
+        // The refresh itself went on; the first waiter's deadline also passed, so read the session instead. Any
+        // refresh's result ends the wait (without single flight, three would run and the last would win).
+        await eventually { session.tokens?.accessToken != "token-alice" }
+        #expect(session.tokens?.accessToken == "t1")
         #expect(endpoint.count == 1)
         session.end()
     }

@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite struct TokenRequestTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct TokenRequestTests {
     private typealias Support = OAuthTestSupport
     private static let endpoint = URL(string: "https://id.example/token")!
     private static let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"

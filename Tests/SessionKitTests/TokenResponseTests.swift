@@ -3,7 +3,7 @@ import Testing
 
 @testable import SessionKit
 
-@Suite struct TokenResponseTests {
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct TokenResponseTests {
     private typealias Support = OAuthTestSupport
 
     private func parse(_ body: String, status: Int = 200, retryAfter: Duration? = nil) throws -> TokenSet {

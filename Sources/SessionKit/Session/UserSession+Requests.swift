@@ -231,6 +231,7 @@ extension UserSession {
                 // stalls every other request's start and completion. Starts share `starts` (read), which `end()`
                 // takes to write, and the handle's own lock orders the start against the caller's cancellation: a
                 // request that `end()` or its caller cancelled first never starts.
+                configuration.beforeStart?(self)
                 let started = starts.withReadLock { ended in !ended && handle.start(created.task) }
                 guard started else {
                     requestFinished(created.id)

@@ -51,6 +51,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The clock for expiry and backoff. ``requestTimeout`` runs in real time, not on this clock, so that a
         /// test's manual clock never ends a request in flight.
         public var clock: any SessionClock
+        /// Tests only: runs between a request's task creation and its start, so a test can end the session in
+        /// exactly that window. `nil` (one branch per request) everywhere else.
+        var beforeStart: (@Sendable (UserSession) -> Void)?
 
         /// Creates a configuration.
         ///

@@ -44,8 +44,24 @@ func post(_ server: LocalServer, _ path: String, body: String = "{}") -> URLRequ
 func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
 
 /// Awaits `condition` by yielding, for state that changes on other threads without a signal to wait on.
+///
+/// Stops when the test's task is cancelled, as it is when its time limit passes (which fails the test), so a
+/// condition that never comes does not spin on after the test has failed.
 func eventually(_ condition: @Sendable () -> Bool) async {
-    while !condition() { await Task.yield() }
+    while !condition() && !Task.isCancelled { await Task.yield() }
+}
+
+/// Awaits `condition` by yielding for at most `limit` of wall-clock time, so that a condition that never comes
+/// fails the test with a name instead of hanging it.
+///
+/// - Returns: Whether `condition` became true in time.
+func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: limit)
+    while !condition() {
+        if ContinuousClock.now >= deadline || Task.isCancelled { return false }
+        await Task.yield()
+    }
+    return true
 }
 
 /// A token endpoint scripted by the test: counts calls, can be held at a gate, answers from a closure.
@@ -91,3 +107,28 @@ let tokenEchoHandler: LocalServer.Handler = { request in .json(#"{"t":"\#(reques
 let emptyJSONHandler: LocalServer.Handler = { _ in .json("{}") }
 /// Answers 401.
 let unauthorizedHandler: LocalServer.Handler = { _ in LocalServer.Response(status: 401) }
+
+/// Per-test time limits, in whole minutes (Swift Testing's unit; a suite's limit applies to each of its tests and
+/// each case of a parameterized test), so a test that hangs fails with its name instead of stalling the run.
+///
+/// Generous on purpose: `scripts/test` runs the suites one after another on a shared 2-core machine, then again
+/// under Thread Sanitizer, which makes them about ten times slower (with fewer randomized inputs).
+enum TimeLimit {
+    /// A suite of tests that each take seconds.
+    static let ordinary = 5
+    /// A suite of tests that drive many sockets, sessions or a real server; seconds each, up to a minute under TSan.
+    static let heavy = 10
+
+    /// A limit for a test whose work is a count read from the environment: `minutes` for up to `reference` of it,
+    /// and proportionally more for a larger count (`SESSIONKIT_SCHEDULES=200000` gets twenty times the limit).
+    ///
+    /// - Parameters:
+    ///   - minutes: The limit for `reference` units of work.
+    ///   - variable: The environment variable that sets the count.
+    ///   - reference: The count `scripts/test` runs.
+    /// - Returns: The limit in minutes.
+    static func scaled(_ minutes: Int, by variable: String, reference: Int) -> Int {
+        let count = ProcessInfo.processInfo.environment[variable].flatMap { Int($0) } ?? reference
+        return minutes * max(1, (count + reference - 1) / reference)
+    }
+}
