@@ -139,14 +139,20 @@ struct AuthorizationServerIntegrationTests {
         let server = try Fixture.required()
         let user = try await server.createUser()
         let oauth = Self.client(server)
-        // The server grants ~10 h; a leeway longer than that makes the very next request refresh first.
+        // The server grants ~10 h; a minute before expiry (inside the 60 s leeway, capped at half the lifetime),
+        // the next request refreshes first.
+        let clock = ManualClock()
+        let granted = try await oauth.password(username: user.username, password: user.password)
+        let lifetime = try #require(granted.lifetime)
         let session = UserSession(
             account: Self.account(server, user),
-            tokens: try await oauth.password(username: user.username, password: user.password),
+            tokens: granted,
+            configuration: UserSession.Configuration(clock: clock),
             tokenEndpoint: oauth,
-            refreshPolicy: RefreshPolicy(leeway: .seconds(360_000), jitter: .zero)
+            refreshPolicy: RefreshPolicy(jitter: .zero)
         )
         let first = try #require(session.tokens?.accessToken)
+        clock.advance(by: lifetime - .seconds(59))
         _ = try await session.data(for: Self.me(server))
         let log = try await server.log(username: user.username)
         #expect(log.filter { $0.grantType == "refresh_token" }.count == 1)
