@@ -122,6 +122,23 @@ struct CountingTokenEndpoint: TokenEndpoint {
     }
 }
 
+/// Registers a purge step that deletes the account's marker file in `<root>/markers`, which the child writes at
+/// sign-in: a test reads the marker to know whether a registered resource was purged.
+///
+/// - Returns: The markers' folder.
+func registerMarkerPurge(with manager: SessionManager, root: URL) throws -> URL {
+    let markers = root.appendingPathComponent("markers")
+    try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
+    manager.register(
+        PurgeStep("marker") { account in
+            let marker = markers.appendingPathComponent(account.storageKey)
+            if FileManager.default.fileExists(atPath: marker.path) {
+                try FileManager.default.removeItem(at: marker)
+            }
+        })
+    return markers
+}
+
 func lifecycle(root: String, seed: UInt64) async {
     let rootURL = URL(fileURLWithPath: root)
     do {
@@ -132,15 +149,7 @@ func lifecycle(root: String, seed: UInt64) async {
                 // Refreshing in a tight loop is the point here, not a loop to stop.
                 refreshPolicy: RefreshPolicy(maximumRefreshes: .max),
                 dataDirectory: rootURL.appendingPathComponent("data")))
-        let markers = rootURL.appendingPathComponent("markers")
-        try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
-        manager.register(
-            PurgeStep("marker") { account in
-                let marker = markers.appendingPathComponent(account.storageKey)
-                if FileManager.default.fileExists(atPath: marker.path) {
-                    try FileManager.default.removeItem(at: marker)
-                }
-            })
+        let markers = try registerMarkerPurge(with: manager, root: rootURL)
         var generation = ["alice": 0, "bob": 0]
         var sessions: [String: UserSession] = [:]
         var state = seed
@@ -213,15 +222,7 @@ func signOut(root: String, withData: Bool, revocationDelay: UInt64) async {
                 store: store, tokenEndpoint: CountingTokenEndpoint(),
                 revoker: DelayedRevoker(microseconds: revocationDelay),
                 dataDirectory: withData ? rootURL.appendingPathComponent("data") : nil))
-        let markers = rootURL.appendingPathComponent("markers")
-        try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
-        manager.register(
-            PurgeStep("marker") { account in
-                let marker = markers.appendingPathComponent(account.storageKey)
-                if FileManager.default.fileExists(atPath: marker.path) {
-                    try FileManager.default.removeItem(at: marker)
-                }
-            })
+        let markers = try registerMarkerPurge(with: manager, root: rootURL)
         let account = Account(issuer: "https://crash.sessionkit.invalid", subject: "alice")
         try await manager.signIn(account, tokens: lifecycleTokens("alice", 1))
         if let directory = manager.directory(for: account) {

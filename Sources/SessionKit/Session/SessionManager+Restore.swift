@@ -28,7 +28,9 @@ extension SessionManager {
         var purging: Set<Account> = []
         for account in journal.pending() {
             let deadline = clock.now.advanced(by: SignOutOptions().localTimeout)
-            if !(await purge(account, outbox: .delete, deadline: deadline).failures.isEmpty) {
+            // An outbox set aside for the account stays for its next sign-in: the disposition asked at sign-out is
+            // not known here, and keeping is never another user's gain.
+            if !(await purge(account, outbox: .keepForAccount, deadline: deadline).failures.isEmpty) {
                 purging.insert(account)
             }
         }

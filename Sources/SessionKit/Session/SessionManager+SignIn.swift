@@ -98,9 +98,10 @@ extension SessionManager {
     private func finishInterruptedPurge(of account: Account) async {
         guard journal.isPending(account) else { return }
         let clock = configuration.sessionConfiguration.clock
+        // An outbox set aside for the account is its own: kept for this very sign-in.
         _ = await purge(
             account,
-            outbox: .delete,
+            outbox: .keepForAccount,
             deadline: clock.now.advanced(by: SignOutOptions().localTimeout)
         )
         journal.complete(account)
