@@ -66,10 +66,13 @@ import Testing
         _ = malformed(body("", tokenType: tokenType))
     }
 
-    @Test func namesAForeignTokenTypeCleaned() {
-        let error = malformed(body("", tokenType: #""N_A\nforged log line""#))
-        #expect(error?.message.contains("N_Aforged") == true)
+    @Test func namesARegisteredForeignTokenTypeAndEchoesNoOther() {
+        #expect(malformed(body("", tokenType: #""dpop""#))?.message.contains(#"token type "DPoP""#) == true)
+        // An unregistered value may be a token the server put in the wrong field: it is never copied.
+        let error = malformed(body("", tokenType: #""SECRET-v\nforged log line""#))
+        #expect(error?.message.contains("SECRET") == false)
         #expect(error?.message.contains("\n") == false)
+        #expect(error?.message.contains("unregistered") == true)
     }
 
     @Test(arguments: ["", "null", "[]", #""a string""#, "42", "{", "<html>", #"{"access_token":"#])

@@ -85,8 +85,12 @@ public enum TokenResponse {
             throw reader.error("\"token_type\" is missing (RFC 6749 §5.1)")
         }
         guard tokenType.lowercased() == "bearer" else {
-            let shown = ServerText.sanitized(tokenType, limit: 32)
-            throw reader.error("token type \"\(shown)\" is not Bearer; SessionKit sends only bearer tokens")
+            // Only a registered type is named: a token response is credential material, and a server that puts a
+            // token in the wrong field must not have it copied into an error message (a fuzz input found exactly
+            // that).
+            let registered = ["dpop": "DPoP", "mac": "MAC", "n_a": "N_A", "pop": "PoP"]
+            let shown = registered[tokenType.lowercased()].map { "\"\($0)\"" } ?? "of an unregistered kind"
+            throw reader.error("token type \(shown) is not Bearer; SessionKit sends only bearer tokens")
         }
 
         let lifetime: Duration?
