@@ -229,14 +229,10 @@ extension SessionManager {
         case .failed(let code): failures.append("credentials: \(code)")
         default: failures.append("credentials: timed out")
         }
+        // The outbox is closed either way; a directory is reported only where the manager keeps one.
+        let directoryGone = directories.purge(account, outbox: outbox)
         if directories.root != nil {
-            if directories.purge(account, outbox: outbox) {
-                purged.append("directory")
-            } else {
-                failures.append("directory")
-            }
-        } else {
-            _ = directories.purge(account, outbox: outbox)
+            if directoryGone { purged.append("directory") } else { failures.append("directory") }
         }
         for resource in guarded.withLock({ $0.resources }) {
             switch await Self.bounded(until: deadline, clock: clock, { try await resource.purge(for: account) }) {
