@@ -39,9 +39,37 @@ extension SessionManager {
         makeCurrent: Bool = true,
         authenticate: @Sendable () async throws -> TokenSet
     ) async throws -> UserSession {
+        try await signIn(makeCurrent: makeCurrent) { (account, try await authenticate()) }
+    }
+
+    /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
+    /// usually from the ID token the grant returned (``JWT/account(from:)``).
+    ///
+    /// Everything else is as for ``signIn(_:makeCurrent:authenticate:)``: `authenticating` is published while the
+    /// closure runs, and a sign-in that fails or is cancelled returns the state to the account still current.
+    ///
+    /// ```swift
+    /// let session = try await manager.signIn { [client] in
+    ///     let tokens = try await client.exchange(code: code, pkce: pkce, redirectURI: redirectURI)
+    ///     // No ID token, or one without `iss` and `sub`: malformedTokenResponse, and nothing is stored.
+    ///     return (try JWT.account(from: tokens.idToken ?? ""), tokens)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - makeCurrent: Whether the new session becomes ``current``.
+    ///   - authenticate: Obtains the account and its tokens.
+    /// - Returns: The new session, of the account `authenticate` returned.
+    /// - Throws: What `authenticate` throws, a storage error, or `CancellationError` when the calling task is
+    ///   cancelled before the session is installed.
+    @discardableResult
+    public func signIn(
+        makeCurrent: Bool = true,
+        authenticate: @Sendable () async throws -> (account: Account, tokens: TokenSet)
+    ) async throws -> UserSession {
         if makeCurrent { apply(.signInStarted) }
         do {
-            let tokens = try await authenticate()
+            let (account, tokens) = try await authenticate()
             try await waitForSignOuts(of: account)
             try Task.checkCancellation()
             await finishInterruptedPurge(of: account)
