@@ -2,7 +2,7 @@
 ///
 /// A token becomes `<redacted: 43 chars>`: enough to tell two values apart by length while debugging, never
 /// enough to use one.
-public enum Redaction {
+package enum Redaction {
     /// The redacted form of a secret.
     ///
     /// - Parameter secret: A token, code or password.

@@ -81,7 +81,7 @@ import Testing
             let session = try await manager.signIn(account) {
                 let authorization = try oauth.authorizationRequest(redirectURI: redirectURI, scope: "profile")
                 let callback = try await openInBrowser(authorization.url)  // ASWebAuthenticationSession on iOS
-                let code = try AuthorizationResponse.parse(callbackURL: callback, expectedState: authorization.state)
+                let code = try authorization.authorizationCode(from: callback)
                 return try await oauth.exchange(code: code, pkce: authorization.pkce, redirectURI: redirectURI)
             }
             // sample-end: getting-started-sign-in

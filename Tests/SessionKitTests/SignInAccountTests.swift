@@ -19,7 +19,7 @@ import Testing
         let token = idToken(#"{"iss":"https://id.example","sub":"alice-42","name":"Alice"}"#)
         let session = try await manager.signIn {
             let tokens = TokenSet(accessToken: "access-a", refreshToken: "refresh-a", idToken: token)
-            return (try JWT.account(from: tokens.idToken ?? ""), tokens)
+            return (try Account(idToken: tokens.idToken ?? ""), tokens)
         }
         let alice = Account(issuer: "https://id.example", subject: "alice-42")
         #expect(session.account == alice)
@@ -36,7 +36,7 @@ import Testing
         await #expect(throws: SessionError.self) {
             try await manager.signIn {
                 let tokens = TokenSet(accessToken: "access-a", refreshToken: "refresh-a", idToken: token)
-                return (try JWT.account(from: tokens.idToken ?? ""), tokens)
+                return (try Account(idToken: tokens.idToken ?? ""), tokens)
             }
         }
         #expect(manager.current == nil)

@@ -46,7 +46,7 @@ public protocol CredentialStore: Sendable {
 /// When the app gives ``SessionManager`` no data directory, the manager keeps its sign-out intents (the purge
 /// journal) in a folder inside this directory, so that a sign-out interrupted by a kill is finished at the next
 /// launch in that configuration too. ``FileCredentialStore`` is one.
-public protocol DirectoryBackedCredentialStore: CredentialStore {
+package protocol DirectoryBackedCredentialStore: CredentialStore {
     /// The directory holding the records.
     var directory: URL { get }
 }

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// - Important: Operations on different accounts run independently; operations on one account never overlap
 ///   and complete in the order they were enqueued.
-public final class CredentialVault: Sendable {
+package final class CredentialVault: Sendable {
     /// The store behind the vault.
     public let store: any CredentialStore
     /// One queue per account with operations pending, and how many: an account's queue is dropped when its last

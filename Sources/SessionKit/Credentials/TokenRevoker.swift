@@ -1,6 +1,6 @@
 /// Which token a revocation names (RFC 7009 §2.1 `token_type_hint`).
 public enum TokenTypeHint: String, Sendable, Hashable {
-    /// A refresh token.
+    /// A refresh token; revoking it usually revokes the access tokens issued from it too.
     case refreshToken = "refresh_token"
     /// An access token.
     case accessToken = "access_token"

@@ -14,7 +14,7 @@ import Synchronization
 public final class Outbox: Sendable {
     /// One queued write. Requests are stored without their credentials (`Authorization`, `Cookie`,
     /// `Proxy-Authorization`).
-    public struct Entry: Codable, Sendable, Hashable {
+    package struct Entry: Codable, Sendable, Hashable {
         /// The HTTP method.
         public var method: String
         /// The target URL.
@@ -71,8 +71,9 @@ public final class Outbox: Sendable {
         self.entries = Lock(loaded)
     }
 
-    /// The queued writes, oldest first.
-    public var pending: [Entry] { entries.withLock { $0 } }
+    /// The queued writes, oldest first, as they will be sent: without credentials (the session that flushes them
+    /// adds its own), each with the `Idempotency-Key` it was given at enqueue.
+    public var pending: [URLRequest] { entries.withLock { $0 }.map(\.request) }
 
     /// Queues a write, and writes the queue to the account's directory before returning.
     ///

@@ -19,9 +19,9 @@
 ///   honoured (its value counts as invalid), the rest of the element is skipped. ``ResponseCache`` stores
 ///   nothing whose `Cache-Control` is malformed, because it cannot tell what a `no-store` hidden in it meant.
 /// - **Unknown directives** are kept in ``extensions``, up to ``maximumExtensionCount``.
-public struct CacheControl: Sendable, Hashable {
+package struct CacheControl: Sendable, Hashable {
     /// A directive this type does not interpret, as it appeared (name lower-cased, value unquoted).
-    public struct Directive: Sendable, Hashable {
+    package struct Directive: Sendable, Hashable {
         /// The directive's name, lower-cased.
         public var name: String
         /// The directive's argument with quotes and escapes removed, or nil when it had none.

@@ -6,7 +6,7 @@ import Foundation
 /// `DateFormatter` lets slide: a day that the month does not have, an hour of 25, a 2-digit year.
 /// The day name must be one of the seven names in the form the format requires, but it is not checked against
 /// the date: recipients are not required to, and some servers get it wrong.
-public enum HTTPDate {
+package enum HTTPDate {
     private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"].map { Array($0.utf8) }
     private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
         .map { Array($0.utf8) }

@@ -43,7 +43,7 @@ import Synchronization
 ///   The cache never logs.
 public final class ResponseCache: Sendable {
     /// A stored response, ready to be used in place of a network answer.
-    public struct CachedResponse: Sendable {
+    package struct CachedResponse: Sendable {
         /// The stored response, with its header fields as last updated by a validation.
         public let response: HTTPURLResponse
         /// The stored body (empty for HEAD and 204).
@@ -54,7 +54,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// What the cache can do for a request.
-    public enum Lookup: Sendable {
+    package enum Lookup: Sendable {
         /// A stored response that may be used without contacting the server.
         case fresh(CachedResponse)
         /// A stored response that may be used only after the server confirms it: send the request with
@@ -125,7 +125,7 @@ public final class ResponseCache: Sendable {
     ///
     /// - Parameter request: The request about to be sent.
     /// - Returns: A fresh response, a response to validate with the conditional header fields to send, or a miss.
-    public func lookup(for request: URLRequest) -> Lookup {
+    package func lookup(for request: URLRequest) -> Lookup {
         let fields = HTTPRequestFields(request)
         guard let (key, requestControl) = Self.cacheableRequest(request, fields: fields), !requestControl.noStore,
             fields.isEmpty || !Self.bypassingRequestFields.contains(where: { fields.value($0) != nil })
@@ -162,7 +162,7 @@ public final class ResponseCache: Sendable {
     ///   - request: The request that was sent, whose URL is the cache key.
     ///   - requestSentAt: The monotonic instant the request was sent (RFC 9111 `request_time`).
     ///   - responseReceivedAt: The monotonic instant the response was received (`response_time`).
-    public func store(
+    package func store(
         _ response: HTTPURLResponse,
         body: Data,
         for request: URLRequest,
@@ -216,7 +216,7 @@ public final class ResponseCache: Sendable {
     ///   - responseReceivedAt: The monotonic instant the 304 was received.
     /// - Returns: The updated response with its stored body; nil if `response` is not a 304 or no stored response
     ///   matches it (it was evicted or replaced meanwhile): send the request again without conditional fields.
-    public func revalidated(
+    package func revalidated(
         _ response: HTTPURLResponse,
         for request: URLRequest,
         requestSentAt: ContinuousClock.Instant,

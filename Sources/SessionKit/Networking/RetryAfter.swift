@@ -1,7 +1,7 @@
 import Foundation
 
 /// Parses `Retry-After` (RFC 9110 §10.2.3): how long a client should wait before trying again.
-public enum RetryAfter {
+package enum RetryAfter {
     /// The longest wait ``parse(_:now:)`` returns: one day.
     ///
     /// A server that asks for more (a misconfigured date, `Retry-After: 99999999`) would otherwise park a client

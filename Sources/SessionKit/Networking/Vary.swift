@@ -4,7 +4,7 @@
 /// case-insensitively) and de-duplicated, keeping first-seen order. Very long lists parse fine;
 /// ``ResponseCache`` refuses to store a response that varies on more than
 /// ``ResponseCache/maximumVaryFieldCount`` fields, which bounds the work of every later lookup.
-public struct Vary: Sendable, Hashable {
+package struct Vary: Sendable, Hashable {
     /// The distinct field names, lower-cased, in the order they first appeared; never contains `*`.
     public var fieldNames: [String]
     /// Whether the list contains `*`: the response varies on something outside the request and never matches.

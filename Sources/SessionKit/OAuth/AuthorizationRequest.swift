@@ -2,9 +2,10 @@ import Foundation
 
 /// The URL that starts an authorization code grant with PKCE (RFC 6749 §4.1.1, RFC 7636 §4.3).
 ///
-/// Open ``url`` in a browser; when the browser comes back to the redirect URI, pass the callback URL, ``state``
-/// and the authorization server's issuer to ``AuthorizationResponse/parse(callbackURL:expectedState:expectedIssuer:)``,
-/// then exchange the code with ``TokenRequest`` using ``pkce``'s verifier and the same ``redirectURI``.
+/// Open ``url`` in a browser; when the browser comes back to the redirect URI, pass the callback URL (and the
+/// authorization server's issuer, if you know it) to ``authorizationCode(from:expectedIssuer:)``, which checks
+/// ``state``, then exchange the code with ``OAuthClient/exchange(code:pkce:redirectURI:)`` using ``pkce`` and the
+/// same ``redirectURI``.
 public struct AuthorizationRequest: Sendable, Equatable {
     /// The names SessionKit sets itself; ``init(authorizationEndpoint:clientID:redirectURI:scope:state:pkce:additionalParameters:)``
     /// refuses them as additional parameters so a caller cannot weaken PKCE or the state check by accident.

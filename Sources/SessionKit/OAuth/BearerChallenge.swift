@@ -8,7 +8,7 @@
 /// header lines joined with commas), parameters whose values are tokens or quoted strings with `\` escapes, and
 /// token68 challenges such as `Basic`'s. Parsing never throws and never traps; it is linear in the header's
 /// length, and a header over 16 KiB is not read.
-public struct BearerChallenge: Sendable, Equatable {
+package struct BearerChallenge: Sendable, Equatable {
     /// Every parameter of the challenge: names lowercased (they are case-insensitive), values unquoted.
     ///
     /// Values are as the server sent them: a quoted string cannot hold control characters other than tab, but

@@ -5,7 +5,7 @@ import Foundation
 /// What is accepted:
 ///
 /// - Status 200 and one JSON object of at most 1 MiB; a failure status is classified as a token endpoint failure
-///   would be (``OAuthErrorResponse``), any other 2xx is `.malformedResponse`.
+///   would be (`OAuthErrorResponse`), any other 2xx is `.malformedResponse`.
 /// - `device_code`, `user_code`: required non-empty strings. The user code is shown to people, so it must also
 ///   be at most 128 characters without control or format characters.
 /// - `verification_uri`: required, an absolute `http` or `https` URL with a host (anything else, such as

@@ -23,9 +23,9 @@ import Foundation
 /// Whatever the answer, when the next poll would happen after the device code expires the result is
 /// `.failed(.authorizationExpired)`: polling with an expired code cannot succeed. After a `.finished` or a
 /// `.failed`, every further call answers `.failed(.invalidInput)`.
-public struct DevicePollingState: Sendable {
+package struct DevicePollingState: Sendable {
     /// What the caller does next.
-    public enum Next: Sendable, Equatable {
+    package enum Next: Sendable, Equatable {
         /// Wait this long, then send the token request again.
         case poll(after: Duration)
         /// The user approved: these are the tokens.

@@ -4,7 +4,7 @@
 /// parser rather than `JSONSerialization`, so that a `true` is never read as the number 1, a duplicated member
 /// is refused rather than silently resolved, nesting is bounded, and the behaviour is the same on every platform.
 /// Numbers are `Double`: integers are exact up to 2^53, which covers every time claim.
-public enum JSONValue: Sendable, Hashable {
+package enum JSONValue: Sendable, Hashable {
     /// `null`.
     case null
     /// `true` or `false`.

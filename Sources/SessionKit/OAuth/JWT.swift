@@ -10,13 +10,13 @@
 /// header must be a JSON object; the payload must be a JSON object; the signature is not read. An encrypted
 /// token (JWE, five segments) is refused. Every refusal is `SessionError(.malformedTokenResponse)`, since an ID
 /// token arrives in a token response, and no message contains any part of the token.
-public enum JWT {
+package enum JWT {
     /// The claims in a JWT's payload.
     ///
     /// - Parameter idToken: A compact JWS, at most 1 MiB.
     /// - Returns: The payload's members.
     /// - Throws: `SessionError(.malformedTokenResponse)` when the token is not a readable JWT.
-    public static func claims(of idToken: String) throws -> [String: JSONValue] {
+    package static func claims(of idToken: String) throws -> [String: JSONValue] {
         guard idToken.utf8.count <= OAuthLimits.maximumBodyBytes else {
             throw malformed("is over the \(OAuthLimits.maximumBodyBytes)-byte limit")
         }
@@ -48,7 +48,7 @@ public enum JWT {
     /// - Returns: The subject.
     /// - Throws: `SessionError(.malformedTokenResponse)` when the token is unreadable or `sub` is missing, empty
     ///   or not a string.
-    public static func subject(of idToken: String) throws -> String {
+    package static func subject(of idToken: String) throws -> String {
         try requiredString("sub", in: claims(of: idToken))
     }
 
@@ -58,7 +58,7 @@ public enum JWT {
     /// - Returns: The issuer.
     /// - Throws: `SessionError(.malformedTokenResponse)` when the token is unreadable or `iss` is missing, empty
     ///   or not a string.
-    public static func issuer(of idToken: String) throws -> String {
+    package static func issuer(of idToken: String) throws -> String {
         try requiredString("iss", in: claims(of: idToken))
     }
 
@@ -67,7 +67,7 @@ public enum JWT {
     /// - Parameter idToken: A compact JWS.
     /// - Returns: The first non-empty one of those claims that is a string, or `nil`.
     /// - Throws: `SessionError(.malformedTokenResponse)` when the token is unreadable.
-    public static func displayName(of idToken: String) throws -> String? {
+    package static func displayName(of idToken: String) throws -> String? {
         displayName(in: try claims(of: idToken))
     }
 
@@ -76,7 +76,7 @@ public enum JWT {
     /// - Parameter idToken: A compact JWS from the token endpoint (see the warning on ``JWT``).
     /// - Returns: The account.
     /// - Throws: `SessionError(.malformedTokenResponse)` when the token is unreadable or lacks `iss` or `sub`.
-    public static func account(from idToken: String) throws -> Account {
+    package static func account(from idToken: String) throws -> Account {
         let claims = try claims(of: idToken)
         return Account(
             issuer: try requiredString("iss", in: claims),

@@ -30,7 +30,7 @@ extension OAuthClient {
     ///
     /// Each wait is on ``Configuration/clock``: one interval before the first poll, the interval again after
     /// `authorization_pending`, five seconds more for this and every later poll after `slow_down`, and an
-    /// exponential backoff after a 5xx, a 429 or a lost connection (see ``DevicePollingState``). Polling stops
+    /// exponential backoff after a 5xx, a 429 or a lost connection (see `DevicePollingState`). Polling stops
     /// without a request once the next poll would come after the device code expires.
     ///
     /// - Parameters:

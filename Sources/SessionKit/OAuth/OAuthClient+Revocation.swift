@@ -22,12 +22,7 @@ extension OAuthClient {
         guard let endpoint = configuration.revocationEndpoint else {
             throw SessionError(.invalidInput, "the OAuth client has no revocation endpoint configured")
         }
-        let requestHint: RevocationRequest.TokenTypeHint =
-            switch hint {
-            case .refreshToken: .refreshToken
-            case .accessToken: .accessToken
-            }
-        let request = try RevocationRequest(token: token, tokenTypeHint: requestHint, clientID: configuration.clientID)
+        let request = try RevocationRequest(token: token, tokenTypeHint: hint, clientID: configuration.clientID)
             .urlRequest(endpoint: endpoint)
         let policy = configuration.revocationRetry
         var attempt = 1

@@ -14,7 +14,7 @@ import Foundation
 ///     tokenEndpoint: URL(string: "https://id.example.com/token")!,
 ///     revocationEndpoint: URL(string: "https://id.example.com/revoke")!,
 ///     clientID: "my-app"))
-/// let session = UserSession(account: account, tokens: tokens, vault: vault, tokenEndpoint: client)
+/// let session = UserSession(account: account, tokens: tokens, store: store, tokenEndpoint: client)
 /// ```
 ///
 /// The client sends every request on one `URLSession` of its own, created with the client and invalidated when the
@@ -22,8 +22,8 @@ import Foundation
 /// signed-in user's session (revocation runs after that one was invalidated). Token endpoint responses are never
 /// cached, and a redirect is never followed: a credential is only ever posted to the URL it was configured for.
 ///
-/// Answers are read by SessionKit's parsers (``TokenResponse``, ``OAuthErrorResponse``,
-/// ``DeviceAuthorizationResponse``, ``RevocationRequest``); failures below HTTP become `networkUnavailable`
+/// Answers are read by SessionKit's parsers (`TokenResponse`, `OAuthErrorResponse`,
+/// ``DeviceAuthorizationResponse``, `RevocationRequest`); failures below HTTP become `networkUnavailable`
 /// (refused, reset or lost connection, unknown host), `timedOut`, or `malformedResponse` (bytes that are not
 /// HTTP). A token's expiry is measured from the moment its response arrived, on ``Configuration/clock``.
 ///
@@ -129,7 +129,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// RFC 7636 §4.5).
     ///
     /// - Parameters:
-    ///   - code: The code from ``AuthorizationResponse/parse(callbackURL:expectedState:expectedIssuer:)``.
+    ///   - code: The code from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
     ///   - pkce: The pair whose challenge the authorization request carried.
     ///   - redirectURI: The redirect URI the authorization request carried, exactly.
     /// - Returns: The tokens.
@@ -172,7 +172,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// Builds the authorization request that starts an authorization code grant, with a fresh PKCE pair and state.
     ///
     /// Open ``AuthorizationRequest/url``; when the browser comes back, read the code with
-    /// ``AuthorizationResponse/parse(callbackURL:expectedState:expectedIssuer:)`` and pass it to
+    /// ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)`` and pass it to
     /// ``exchange(code:pkce:redirectURI:)`` with ``AuthorizationRequest/pkce`` and the same redirect URI.
     ///
     /// - Parameters:

@@ -20,7 +20,7 @@ import Foundation
 /// did refuse the request (a proxy's 401 or a wrong endpoint's 404); the caller's recovery is the same as for
 /// `invalid_client`: not to retry. The ``SessionError/oauthError`` carries the error code whenever the body had
 /// a valid one, even on a 5xx.
-public struct OAuthErrorResponse: Sendable, Equatable {
+package struct OAuthErrorResponse: Sendable, Equatable {
     /// The error code, such as `invalid_grant`; only the characters RFC 6749 §5.2 allows.
     public let error: String
     /// The server's human-readable explanation, without control or format characters and cut to 256 characters.

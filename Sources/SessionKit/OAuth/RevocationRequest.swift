@@ -10,17 +10,13 @@ import Foundation
 /// form-encoded as ``TokenRequest``'s is.
 ///
 /// - Important: The description redacts the token.
-public struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
-    /// Which kind of token is being revoked, to speed up the server's lookup (RFC 7009 §2.1).
-    public enum TokenTypeHint: String, Sendable, Equatable {
-        /// A refresh token; revoking it usually revokes the access tokens issued from it too.
-        case refreshToken = "refresh_token"
-        /// An access token.
-        case accessToken = "access_token"
-    }
+package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
+    /// Which kind of token is being revoked, to speed up the server's lookup (RFC 7009 §2.1): the one
+    /// ``TokenRevoker`` takes.
+    package typealias TokenTypeHint = SessionKit.TokenTypeHint
 
     /// What a revocation endpoint's answer means for the logout that sent it.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Any 2xx: the token is revoked, or was unknown to the server (RFC 7009 §2.2: both are 200).
         case revoked
         /// 503 or 429: try again after the given wait (the `Retry-After`), if time allows (RFC 7009 §2.2.1).

@@ -13,11 +13,11 @@ import Foundation
 /// confidential client's `client_secret` may go in `additionalParameters`.
 ///
 /// - Important: The description redacts every credential in the grant.
-public struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
+package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     /// The grant to exchange for tokens.
     ///
     /// - Important: The description redacts every credential the grant carries.
-    public enum Grant: Sendable, Equatable, CustomStringConvertible {
+    package enum Grant: Sendable, Equatable, CustomStringConvertible {
         /// Exchange an authorization code, proving possession of the PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
         case authorizationCode(code: String, codeVerifier: String, redirectURI: String)
         /// Renew the access token (RFC 6749 §6); `scope`, if given, must not exceed the original grant.
@@ -69,7 +69,7 @@ public struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     ///
     /// - Important: The description shows only the values of `grant_type`, `client_id`, `scope` and
     ///   `redirect_uri`; every other value may be a credential and is redacted.
-    public struct FormParameter: Sendable, Equatable, CustomStringConvertible {
+    package struct FormParameter: Sendable, Equatable, CustomStringConvertible {
         /// The parameter name.
         public let name: String
         /// The parameter value.

@@ -25,7 +25,7 @@ import Foundation
 ///   absent.
 ///
 /// - Important: Error messages name the member that is wrong, never its value.
-public enum TokenResponse {
+package enum TokenResponse {
     /// The token set a token endpoint's answer carries.
     ///
     /// - Parameters:

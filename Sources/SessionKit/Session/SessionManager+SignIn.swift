@@ -43,7 +43,7 @@ extension SessionManager {
     }
 
     /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
-    /// usually from the ID token the grant returned (``JWT/account(from:)``).
+    /// usually from the ID token the grant returned (``Account/init(idToken:)``).
     ///
     /// Everything else is as for ``signIn(_:makeCurrent:authenticate:)``: `authenticating` is published while the
     /// closure runs, and a sign-in that fails or is cancelled returns the state to the account still current.
@@ -52,7 +52,7 @@ extension SessionManager {
     /// let session = try await manager.signIn { [client] in
     ///     let tokens = try await client.exchange(code: code, pkce: pkce, redirectURI: redirectURI)
     ///     // No ID token, or one without `iss` and `sub`: malformedTokenResponse, and nothing is stored.
-    ///     return (try JWT.account(from: tokens.idToken ?? ""), tokens)
+    ///     return (try Account(idToken: tokens.idToken ?? ""), tokens)
     /// }
     /// ```
     ///

@@ -31,7 +31,7 @@ public final class SessionManager: Sendable, Observable {
         public var refreshPolicy: RefreshPolicy
         /// The app-chosen root of per-account directories and of the purge journal. With `nil` there are no
         /// account directories, and the journal lives in the store's own directory when it has one
-        /// (``DirectoryBackedCredentialStore``, such as ``FileCredentialStore``), else in memory.
+        /// (such as ``FileCredentialStore``), else in memory.
         public var dataDirectory: URL?
         /// How long ``SessionManager/restore()`` waits at launch for the current account's refresh before it
         /// returns signed in and offline, the refresh going on; 2 seconds by default.
@@ -87,7 +87,7 @@ public final class SessionManager: Sendable, Observable {
     public let configuration: Configuration
     /// The credential store behind one queue per account: a read, a write and the sign-out purge of one account
     /// run in the order they were asked for, so a purge is always the last operation on a signed-out account.
-    public let vault: CredentialVault
+    package let vault: CredentialVault
     /// What became of writes in flight at sign-out, kept for each account's next session.
     public let ledger = WriteLedger()
     let journal: PurgeJournal

@@ -1,6 +1,6 @@
 /// Where the app's current session stands: a pure value-type state machine.
 ///
-/// ``SessionManager`` feeds it ``Event``s and publishes the result. Two rules shape the table:
+/// ``SessionManager`` feeds it `Event`s and publishes the result. Two rules shape the table:
 /// a network error never signs anyone out (an offline launch with stored credentials is ``active(_:offline:)``
 /// with `offline` set), and a cancelled biometric prompt changes nothing.
 public enum SessionState: Sendable, Hashable, CustomStringConvertible {
@@ -20,7 +20,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     case failed(SessionError)
 
     /// What happens to a session, as the manager reports it to the state machine.
-    public enum Event: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    package enum Event: Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// The app launched and restore began.
         case restoreStarted
         /// Restore found credentials for an account and the provider was reachable.
@@ -109,7 +109,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter event: What happened.
     /// - Returns: The next state.
-    public func applying(_ event: Event) -> SessionState {
+    package func applying(_ event: Event) -> SessionState {
         switch (self, event) {
         // Restore begins only at launch-like moments, never in the middle of a live session.
         case (.signedOut, .restoreStarted), (.failed, .restoreStarted): .restoring

@@ -142,15 +142,32 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   - account: Who the session acts for.
     ///   - tokens: The session's credentials.
     ///   - configuration: How it sends requests.
-    ///   - vault: Where rotated credentials are written; `nil` keeps them in memory only.
+    ///   - store: Where rotated credentials are written, each account's writes in the order they were made; `nil`
+    ///     keeps them in memory only.
     ///   - tokenEndpoint: How to refresh; `nil` means a 401 cannot be recovered.
     ///   - refreshPolicy: When and how often to refresh.
     ///   - ledger: Where the outcomes of writes in flight at sign-out are kept for the account's next session.
-    public init(
+    public convenience init(
         account: Account,
         tokens: TokenSet,
         configuration: Configuration = Configuration(),
-        vault: CredentialVault? = nil,
+        store: (any CredentialStore)? = nil,
+        tokenEndpoint: (any TokenEndpoint)? = nil,
+        refreshPolicy: RefreshPolicy = RefreshPolicy(),
+        ledger: WriteLedger? = nil
+    ) {
+        self.init(
+            account: account, tokens: tokens, configuration: configuration, vault: store.map(CredentialVault.init),
+            tokenEndpoint: tokenEndpoint, refreshPolicy: refreshPolicy, ledger: ledger)
+    }
+
+    /// Creates an active session whose rotated credentials go through `vault` (the manager's, shared by all its
+    /// sessions, so that one account's writes and its purge stay in order).
+    package init(
+        account: Account,
+        tokens: TokenSet,
+        configuration: Configuration = Configuration(),
+        vault: CredentialVault?,
         tokenEndpoint: (any TokenEndpoint)? = nil,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
         ledger: WriteLedger? = nil
