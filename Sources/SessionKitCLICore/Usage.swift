@@ -17,6 +17,17 @@ enum Usage {
         return body + "\n\n" + ExitCode.helpText + "\n"
     }
 
+    /// The command that prints the help of `topic`.
+    static func helpCommand(_ topic: HelpTopic) -> String {
+        switch topic {
+        case .tool: "sessionkit --help"
+        case .demo: "sessionkit demo --help"
+        case .audit: "sessionkit audit --help"
+        case .auditCache: "sessionkit audit cache --help"
+        case .auditLogout: "sessionkit audit logout --help"
+        }
+    }
+
     static let tool = """
         sessionkit: what logging out leaves behind, shown and measured
 
