@@ -132,9 +132,11 @@ struct CacheAssessment: Sendable, Equatable {
         }
         var evidence: String?
         if let originSecond, same(second, first), !same(originSecond, second) {
+            let origin =
+                (200..<300).contains(originSecond.status)
+                ? "the origin answers B differently" : "the origin refuses B's token (\(originSecond.status))"
             evidence =
-                "user B was answered with user A's response: byte for byte A's, while the origin answers B "
-                + "differently" + Self.hitNote(second)
+                "user B was answered with user A's response: byte for byte A's, while \(origin)" + Self.hitNote(second)
         } else if let originFirst, let originSecond, same(first, originSecond), !same(originFirst, first) {
             evidence =
                 "user A was answered with a response the origin gives user B: a cache held B's answer from "
@@ -152,12 +154,13 @@ struct CacheAssessment: Sendable, Equatable {
 
         var notes: [String] = []
         var fixes: [String] = []
-        if leakingNow && !reusable {
+        if leakingNow && shared.isEmpty && !sharedCache.isAcrossUsers {
             fixes.append(
-                "the cache in front of this server ignores the response's headers (nginx proxy_ignore_headers "
-                    + "with proxy_cache_valid, a CDN \"cache everything\" rule): keep authorized requests out of "
-                    + "it (nginx: proxy_no_cache $http_authorization; proxy_cache_bypass $http_authorization;) or "
-                    + "key it on the user")
+                "the cache in front of this server stores what these headers forbid: it ignores them (nginx "
+                    + "proxy_ignore_headers with proxy_cache_valid, a CDN \"cache everything\" rule) or obeys a "
+                    + "field it removes before the client sees it (nginx's X-Accel-Expires): keep authorized requests "
+                    + "out of it (nginx: proxy_no_cache $http_authorization; proxy_cache_bypass "
+                    + "$http_authorization;), key it on the user, or drop X-Accel-Expires from personal responses")
         }
         if leakPossible {
             fixes.append(

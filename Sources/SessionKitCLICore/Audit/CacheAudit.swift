@@ -69,11 +69,13 @@ enum CacheAudit {
             }
             return request
         }
-        /// The origin's own answer for `token`, or `nil` when every way of asking it was refused or cached.
+        /// The origin's own answer for `token`: a success, or a refusal of the token (which is an answer about
+        /// it too); `nil` when every way of asking it was answered otherwise, or from a cache.
         func origin(_ token: String) async throws(AuditFailure) -> HTTPExchange? {
             for query in [true, false] {
                 let answer = try await client.send(request(token, control: true, query: query))
-                if (200..<300).contains(answer.status) && !answer.looksLikeCacheHit { return answer }
+                let answersForTheToken = (200..<300).contains(answer.status) || [401, 403].contains(answer.status)
+                if answersForTheToken && !answer.looksLikeCacheHit { return answer }
             }
             return nil
         }
