@@ -378,6 +378,11 @@ enum LogoutAudit {
             return .failure(
                 RevocationProblem(
                     message: "\(answer.status): nothing revokes tokens there; check --revocation-endpoint"))
+        case 500..<600:
+            return .failure(
+                RevocationProblem(
+                    message: "\(answer.status): the revocation endpoint failed and did not revoke; try again later, "
+                        + "or check --revocation-endpoint"))
         default:
             break
         }
