@@ -59,6 +59,9 @@ struct Console: Sendable {
     static func system(output: Int32, error: Int32) -> Console {
         let outputWriter = DescriptorWriter(output)
         let errorWriter = DescriptorWriter(error)
+        for (descriptor, writer) in [(output, outputWriter), (error, errorWriter)] where isClosed(descriptor) {
+            writer.fail("it is closed")
+        }
         var console = Console(
             writeOutput: { outputWriter.write($0) },
             writeError: { errorWriter.write($0) },
@@ -73,6 +76,27 @@ struct Console: Sendable {
         console.inputIsTerminal = TerminalInput.inputIsTerminal
         console.outputFailure = { outputWriter.failure }
         return console
+    }
+
+    /// Whether `descriptor` was closed when the process started.
+    ///
+    /// Closed now, or — on Linux — reused by the runtime: the concurrency runtime opens an eventfd before
+    /// `main.swift` runs, and it takes the lowest free number, which is 1 under `sessionkit >&-`. No standard
+    /// stream is ever an anonymous inode, so writing there would only corrupt the runtime's descriptor.
+    static func isClosed(_ descriptor: Int32) -> Bool {
+        if fcntl(descriptor, F_GETFD) == -1 { return true }
+        #if os(Linux)
+            var target = [UInt8](repeating: 0, count: 64)
+            let length = target.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    readlink("/proc/self/fd/\(descriptor)", $0, buffer.count - 1)
+                }
+            }
+            if length > 0 && String(decoding: target.prefix(length), as: UTF8.self).hasPrefix("anon_inode:") {
+                return true
+            }
+        #endif
+        return false
     }
 
     /// This console, with every one of `secrets` in the output replaced by its redacted form.
@@ -122,6 +146,11 @@ final class DescriptorWriter: Sendable {
 
     /// Why a write failed, the first time one did.
     var failure: String? { firstFailure.withLock { $0 } }
+
+    /// Records `reason` as the failure, when there is none yet: nothing more is written.
+    func fail(_ reason: String) {
+        firstFailure.withLock { $0 = $0 ?? reason }
+    }
 
     /// Writes `text`; after a failure, writes nothing more.
     func write(_ text: String) {

@@ -160,6 +160,12 @@ final class AuditHTTPClient: Sendable {
             return AuditFailure(kind: .network, message: "the request to \(target) failed (\(type(of: error)))")
         }
         switch code {
+        case .badURL:
+            // FoundationNetworking (Linux) refuses a URL whose host is an IPv6 literal, among others.
+            return AuditFailure(
+                kind: .network,
+                message: "the HTTP client cannot send a request to \(target) as written (URLError -1000); "
+                    + "FoundationNetworking on Linux does not take an IPv6 literal host: use a host name")
         case .timedOut:
             return AuditFailure(
                 kind: .timeout,
