@@ -294,6 +294,18 @@ import Testing
         #expect(assessment.notes.contains { $0.contains("different Cache-Control or Vary") })
     }
 
+    @Test func sameAnswersWithoutTheOriginAreUnobservableNotSafe() {
+        let answer = exchange(["Cache-Control": "no-store", "X-Cache": "HIT"], body: "alice")
+        let assessment = CacheAssessment(first: answer, second: answer)
+        #expect(assessment.verdict == .unobservable)
+        #expect(assessment.verdict.exitCode == .failure)
+        let observed = CacheAssessment(
+            first: answer, second: answer, originFirst: exchange([:], body: "alice"),
+            originSecond: exchange([:], body: "bob"))
+        #expect(observed.verdict == .leakingNow)
+        #expect(observed.verdict.exitCode == .leak)
+    }
+
     @Test func aDifferentStatusCountsAsADifferentAnswer() {
         let assessment = CacheAssessment(
             first: exchange(["Cache-Control": "max-age=60"], status: 200, body: "x"),

@@ -194,7 +194,7 @@ import Testing
     }
 
     /// A server trickling one byte a second is cut off at --timeout, not after the whole body.
-    @Test func theTimeoutIsADeadlineOnTheWholeRequest() async throws {
+    @Test(.timeLimit(.minutes(1))) func theTimeoutIsADeadlineOnTheWholeRequest() async throws {
         try await LocalServer.withRunning { server in
             server.route("GET", "/me") { _ in
                 LocalServer.Response.json("{}").failing(with: .trickle(every: .milliseconds(200)))
