@@ -126,9 +126,9 @@ enum Usage {
                              exitCode, leakingNow, leakEvidence, couldLeak,
                              personal, answers {A,B} and originAnswers {A,B}
                              (status, headers, bodyBytes, cacheHit), caches
-                             [{cache, reuse, reason}], fixes, notes; on a
-                             non-2xx answer: audit, url, verdict, exitCode,
-                             reason, answers
+                             [{cache, reuse, reason}], fixes, notes; with
+                             no verdict: audit, url, verdict, exitCode,
+                             reason, and answers when there were some
           -h, --help         show this help
         Without --token/--token-env, the tokens come from SESSIONKIT_TOKEN_A
         and SESSIONKIT_TOKEN_B. A token on the command line is visible to other

@@ -112,6 +112,9 @@ enum CacheAudit {
             return assessment.verdict.exitCode
         } catch {
             console.error(error.message)
+            if options.json {
+                console.print(json(url: options.url, answers: [], problem: error.message, console: console))
+            }
             return .failure
         }
     }
@@ -273,10 +276,12 @@ enum CacheAudit {
         url: URL, answers: [HTTPExchange], origin: [HTTPExchange?] = [], assessment: CacheAssessment? = nil,
         problem: String? = nil, console: Console
     ) -> String {
-        var object: [String: Any] = [
-            "audit": "cache", "url": shown(url),
-            "answers": ["A": answerJSON(answers[0], console: console), "B": answerJSON(answers[1], console: console)],
-        ]
+        var object: [String: Any] = ["audit": "cache", "url": shown(url)]
+        if answers.count == 2 {
+            object["answers"] = [
+                "A": answerJSON(answers[0], console: console), "B": answerJSON(answers[1], console: console),
+            ]
+        }
         if let problem {
             object["verdict"] = "inconclusive"
             object["exitCode"] = ExitCode.failure.rawValue
