@@ -4,6 +4,8 @@ import Foundation
 enum Command: Sendable, Equatable {
     /// Print the help of a command.
     case help(HelpTopic)
+    /// Print the version.
+    case version
     /// `sessionkit demo`.
     case demo(DemoOptions)
     /// `sessionkit audit cache`.
@@ -46,8 +48,10 @@ struct CacheAuditOptions: Sendable, Equatable {
     /// The sources of the two users' tokens given on the command line, in order (0 to 2; the environment fills
     /// the rest).
     var tokens: [TokenSource]
-    /// The bound on each HTTP exchange.
+    /// The deadline on each HTTP exchange, from connection to last byte.
     var timeout: Duration
+    /// Print JSON instead of the report.
+    var json = false
 }
 
 /// The options of `sessionkit audit logout`.
@@ -64,8 +68,10 @@ struct LogoutAuditOptions: Sendable, Equatable {
     var refreshToken: TokenSource?
     /// The token endpoint, to try a refresh grant with the revoked refresh token.
     var tokenEndpoint: URL?
-    /// The bound on each HTTP exchange.
+    /// The deadline on each HTTP exchange, from connection to last byte.
     var timeout: Duration
+    /// Print JSON instead of the report.
+    var json = false
 }
 
 /// A command line that cannot be run; the message is safe to print (it never repeats a value).

@@ -28,12 +28,12 @@ enum CommandLineParser {
     static let demoOptions: [Option] = [.flag("--json"), .value("--only"), .value("--seed")]
     static let cacheOptions: [Option] = [
         .value("--url"), .value("--token", repeatable: true), .value("--token-env", repeatable: true),
-        .value("--timeout"),
+        .value("--timeout"), .flag("--json"),
     ]
     static let logoutOptions: [Option] = [
         .value("--resource"), .value("--revocation-endpoint"), .value("--client-id"), .value("--access-token"),
         .value("--access-token-env"), .value("--refresh-token"), .value("--refresh-token-env"),
-        .value("--token-endpoint"), .value("--timeout"),
+        .value("--token-endpoint"), .value("--timeout"), .flag("--json"),
     ]
 
     /// Parses the arguments that follow the program name.
@@ -47,6 +47,8 @@ enum CommandLineParser {
         switch first {
         case "-h", "--help":
             return .help(.tool)
+        case "--version", "version":
+            return .version
         case "help":
             return .help(try helpTopic(rest))
         case "demo":
@@ -126,7 +128,8 @@ enum CommandLineParser {
         return CacheAuditOptions(
             url: try httpURL(url, flag: "--url", topic: .auditCache),
             tokens: tokens,
-            timeout: try timeout(parsed, topic: .auditCache)
+            timeout: try timeout(parsed, topic: .auditCache),
+            json: parsed.has("--json")
         )
     }
 
@@ -161,7 +164,8 @@ enum CommandLineParser {
             tokenEndpoint: try parsed.value("--token-endpoint").map { (value) throws(UsageError) in
                 try httpURL(value, flag: "--token-endpoint", topic: topic)
             },
-            timeout: try timeout(parsed, topic: topic)
+            timeout: try timeout(parsed, topic: topic),
+            json: parsed.has("--json")
         )
     }
 
@@ -179,9 +183,22 @@ enum CommandLineParser {
     /// An absolute `https` URL, or `http` to this machine: a bearer token sent over plain HTTP to another host is
     /// readable by anyone on the path.
     static func httpURL(_ text: String, flag: String, topic: HelpTopic) throws(UsageError) -> URL {
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            let host = components.host, !host.isEmpty, let url = components.url
-        else { throw UsageError("\(flag) needs an absolute http(s) URL with a host", topic: topic) }
+        guard var components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            let host = components.host, !host.isEmpty
+        else {
+            if text.range(of: #"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*:-"#, options: .regularExpression) != nil {
+                throw UsageError("\(flag) has a port out of range: a port is 1 to 65535", topic: topic)
+            }
+            throw UsageError("\(flag) needs an absolute http(s) URL with a host", topic: topic)
+        }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw UsageError("\(flag) has a port out of range: a port is 1 to 65535", topic: topic)
+        }
+        // Schemes are case-insensitive (RFC 3986 §3.1); URLSession only knows the lower-case ones.
+        components.scheme = scheme
+        guard let url = components.url else {
+            throw UsageError("\(flag) needs an absolute http(s) URL with a host", topic: topic)
+        }
         switch scheme {
         case "https":
             return url

@@ -7,7 +7,9 @@ enum ExitCode: Int32, Sendable, CaseIterable {
     case leak = 1
     /// The command line was wrong: an unknown flag, a missing or invalid value.
     case usage = 2
-    /// The check could not be made: the host was unreachable, TLS failed, the answer was not HTTP, a timeout.
+    /// The check could not be made: the host was unreachable, TLS failed, the answer was not HTTP, a timeout, an
+    /// answer that says nothing (a non-2xx in the cache audit, an inconclusive or doubtful logout check), or the
+    /// output could not be written.
     case failure = 3
 
     /// The lines `--help` prints about exit statuses.
@@ -18,6 +20,36 @@ enum ExitCode: Int32, Sendable, CaseIterable {
              response to another, or a token still works after logout
           2  usage error: unknown flag, missing or invalid value
           3  the check could not be made: host unreachable, TLS failure, an
-             answer that is not HTTP, a timeout
+             answer that is not HTTP, a timeout, or standard output could not
+             be written
+        """
+
+    /// The exit statuses of `sessionkit audit cache`.
+    static let cacheHelpText = """
+        Exit status:
+          0  no cache may answer one user with the other's response, or the
+             origin gives both users the same answer
+          1  a leak: a cache served one user's answer to the other during the
+             audit (leaking now), or the headers let one (could leak)
+          2  usage error: unknown flag, missing or invalid value
+          3  no verdict: a user's answer was not a 2xx (token refused, 404,
+             redirect, 5xx), both users got the same answer and the origin
+             could not be asked apart, the host was unreachable, TLS failed,
+             a timeout, or standard output could not be written
+        """
+
+    /// The exit statuses of `sessionkit audit logout`.
+    static let logoutHelpText = """
+        Exit status:
+          0  pass: the old access token (and refresh token) are rejected
+          1  a leak: an old token still works after logout, or a cache
+             still serves the user's data to it
+          2  usage error, or the access token was refused before logout
+          3  no verdict, naming the argument most likely wrong: invalid_client
+             (--client-id), a revocation endpoint answering 404, 302 or 5xx
+             (--revocation-endpoint), a refresh grant answering 5xx
+             (--token-endpoint), a resource redirecting to a login page
+             (--resource); a 200 with an empty body after logout (doubtful);
+             unreachable, TLS, timeout, or standard output not writable
         """
 }

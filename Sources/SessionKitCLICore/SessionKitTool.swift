@@ -5,16 +5,28 @@ import SessionKit
 ///
 /// The executable is a thin `main.swift` over ``run(_:)``; the logic lives here so that tests can drive it.
 public enum SessionKitTool {
+    /// The version `sessionkit --version` prints.
+    public static let version = "0.1.0"
+
     /// Runs the tool with the process's standard streams and environment.
     ///
     /// - Parameter arguments: The arguments after the program name.
-    /// - Returns: The exit status: 0 ok, 1 a leak, 2 a usage error, 3 a check that could not be made.
+    /// - Returns: The exit status: 0 ok, 1 a leak, 2 a usage error, 3 a check that could not be made (or the
+    ///   output could not be written).
     public static func run(_ arguments: [String]) async -> Int32 {
         await run(arguments, console: .system()).rawValue
     }
 
-    /// Runs the tool with `console` for its input and output.
+    /// Runs the tool with `console`, then reports a standard output that could not be written (closed, full, a
+    /// pipe nobody reads) on standard error, with status 3 unless the run already failed.
     static func run(_ arguments: [String], console: Console) async -> ExitCode {
+        let status = await runCommand(arguments, console: console)
+        guard let failure = console.outputFailure() else { return status }
+        console.error("could not write to standard output: \(failure)")
+        return status == .ok || status == .leak ? .failure : status
+    }
+
+    private static func runCommand(_ arguments: [String], console: Console) async -> ExitCode {
         let command: Command
         do {
             command = try CommandLineParser.parse(arguments)
@@ -24,6 +36,9 @@ public enum SessionKitTool {
         switch command {
         case .help(let topic):
             console.writeOutput(Usage.text(topic))
+            return .ok
+        case .version:
+            console.print("sessionkit \(version)")
             return .ok
         case .demo(let options):
             return await demo(options, console: console)
@@ -47,9 +62,10 @@ public enum SessionKitTool {
         }
     }
 
+    /// One line saying what is wrong, and one pointing to the help: not the whole help text.
     private static func usage(_ error: UsageError, console: Console) -> ExitCode {
         console.error(error.message)
-        console.writeError("\n" + Usage.text(error.topic))
+        console.writeError("Try '\(Usage.helpCommand(error.topic))' for more information.\n")
         return .usage
     }
 
@@ -79,7 +95,7 @@ public enum SessionKitTool {
             }
         }
         if options.json {
-            console.print(DemoReport.json(results))
+            console.print(DemoReport.json(results, seed: options.seed))
         } else {
             console.print(
                 TextLayout.paragraph(

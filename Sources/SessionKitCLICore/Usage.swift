@@ -14,7 +14,24 @@ enum Usage {
             case .auditCache: auditCache
             case .auditLogout: auditLogout
             }
-        return body + "\n\n" + ExitCode.helpText + "\n"
+        let exits =
+            switch topic {
+            case .auditCache: ExitCode.cacheHelpText
+            case .auditLogout: ExitCode.logoutHelpText
+            default: ExitCode.helpText
+            }
+        return body + "\n\n" + exits + "\n"
+    }
+
+    /// The command that prints the help of `topic`.
+    static func helpCommand(_ topic: HelpTopic) -> String {
+        switch topic {
+        case .tool: "sessionkit --help"
+        case .demo: "sessionkit demo --help"
+        case .audit: "sessionkit audit --help"
+        case .auditCache: "sessionkit audit cache --help"
+        case .auditLogout: "sessionkit audit logout --help"
+        }
     }
 
     static let tool = """
@@ -26,6 +43,7 @@ enum Usage {
           sessionkit audit logout --resource URL --revocation-endpoint URL
                                   --client-id ID [token options]
           sessionkit help [demo | audit cache | audit logout]
+          sessionkit --version
 
         Commands:
           demo          run each privacy bug of logging out twice, the naive way
@@ -37,6 +55,7 @@ enum Usage {
 
         Options:
           -h, --help    show help; `sessionkit <command> --help` for a command
+          --version     print the version
         """
 
     static let demo = """
@@ -55,7 +74,10 @@ enum Usage {
           account-switch, writes-in-flight
 
         Options:
-          --json             print {"scenarios":[...]} instead of the table
+          --json             print {"seed":N,"totals":{"scenarios":N,
+                             "naiveLeaked":N,"sessionkitLeaked":N},
+                             "scenarios":[{"id","naive","sessionkit"}]}
+                             instead of the table
           --only ID-PREFIX   run only the scenarios whose id starts with it
           --seed N           seed of logout-in-flight's arrivals and logout
                              moment (default \(DemoOptions.defaultSeed))
@@ -74,28 +96,50 @@ enum Usage {
         """
 
     static let auditCache = """
-        sessionkit audit cache: could a cache show user A's response to user B?
+        sessionkit audit cache: is a cache showing user A's response to user B?
 
         Usage: sessionkit audit cache --url URL [--token T | --token-env NAME]...
-                                      [--timeout SECONDS]
+                                      [--timeout SECONDS] [--json]
 
-        GETs URL twice, with `Authorization: Bearer` and user A's then user B's
-        token, and reads the answers as RFC 9111 caches would: could a private
-        cache (an app's, a browser's) or a shared cache (a CDN, a proxy) reuse
-        one user's response for the other? Do the bodies differ (personal
-        data)? Which header would fix it? Redirects are not followed.
+        GETs URL as user A, then as user B (`Authorization: Bearer`), then as B
+        and as A again with the origin forced (a unique query parameter,
+        sessionkit-audit-control, and `Cache-Control: no-cache`). Then:
+        - leaking now: B got A's answer byte for byte while the origin answers
+          B otherwise: a cache in front of the server served it. Cache hints
+          (Age, X-Cache, X-Cache-Status, CF-Cache-Status, Via) are shown.
+        - could leak: from the headers, could a private cache (an app's, a
+          browser's) or a shared one, as nginx, Varnish and RFC 9111 CDNs
+          behave by default, reuse one user's answer for the other?
+        Each with the change that fixes it. Only 2xx answers for both users
+        count. Redirects are not followed.
 
         Options:
           --url URL          the resource: https, or http to localhost only
           --token T          a user's token, given twice (A, then B); `-` reads
-                             one line from standard input
+                             one line from standard input (without echo on a
+                             terminal)
           --token-env NAME   read a user's token from environment variable NAME
-          --timeout SECONDS  bound on each request (default 10)
+          --timeout SECONDS  deadline on each whole request (default 10)
+          --json             print one JSON object instead of the report:
+                             audit, url, verdict (leaking-now, could-leak,
+                             safe, same-for-both, unobservable, inconclusive),
+                             exitCode, leakingNow, leakEvidence, couldLeak,
+                             personal, answers {A,B} and originAnswers {A,B}
+                             (status, headers, bodyBytes, cacheHit), caches
+                             [{cache, reuse, reason}], fixes, notes; with
+                             no verdict: audit, url, verdict, exitCode,
+                             reason, and answers when there were some
           -h, --help         show this help
         Without --token/--token-env, the tokens come from SESSIONKIT_TOKEN_A
         and SESSIONKIT_TOKEN_B. A token on the command line is visible to other
         users of this machine; prefer the environment or standard input.
-        Tokens are never printed.
+        Tokens, and any run of 8 of their characters, are never printed.
+
+        What it cannot see: a cache that keys on the path alone (the control
+        request is then cached too; the audit says it could not observe); a
+        field the cache removes (nginx's X-Accel-Expires); a cache that has
+        not stored the URL yet, or keys on something the two requests share
+        but other users' do not; caches between other users and the server.
 
         Example:
           sessionkit audit cache --url https://api.example.com/me \\
@@ -114,7 +158,10 @@ enum Usage {
         (expects 2xx), revokes both tokens (RFC 7009: the refresh token first,
         then the access token, each with token_type_hint), then replays the
         same GET and, with --token-endpoint, a refresh_token grant. Passes only
-        if both are rejected. The tokens are used up: run it on a test login.
+        if both are rejected (401/403, invalid_grant). A replay answered from a
+        cache (Age, X-Cache-Status: HIT…) is named, and the origin asked apart.
+        Tokens a refresh grant issues are revoked and checked refused, or
+        listed as still live. The tokens are used up: run it on a test login.
 
         Options:
           --resource URL              a protected resource (https, or http to
@@ -127,10 +174,22 @@ enum Usage {
           --refresh-token T           the refresh token; `-` as above
           --refresh-token-env NAME    read it from environment variable NAME
           --token-endpoint URL        also try a refresh grant after revoking
-          --timeout SECONDS           bound on each request (default 10)
+          --timeout SECONDS           deadline on each whole request
+                                      (default 10)
+          --json                      print one JSON object: audit, verdict
+                                      (pass, fail, inconclusive, doubtful,
+                                      usage), exitCode, reason, steps [{id,
+                                      action, status, result, detail}],
+                                      mintedTokens {issued, revoked,
+                                      stillLive} or null
           -h, --help                  show this help
         Without them, the tokens come from SESSIONKIT_ACCESS_TOKEN and
         SESSIONKIT_REFRESH_TOKEN. Tokens are never printed.
+
+        What it cannot see: whether other copies of the tokens (other devices,
+        server-side sessions, self-contained JWTs checked offline by other
+        resource servers) still work; a 200 with an empty body is "doubtful",
+        not proof either way.
 
         Example:
           sessionkit audit logout --resource https://api.example.com/me \\

@@ -28,6 +28,18 @@ import Testing
         #expect(captured.errors.contains("could not connect to 127.0.0.1:\(url.port ?? 0)"), "\(captured.errors)")
     }
 
+    @Test func withJSONAFailureIsStillOneObject() async throws {
+        let server = try await LocalServer.start()
+        let url = server.url("/me")
+        await server.stop()
+        let captured = CapturedConsole(environment: Self.tokens)
+        #expect(await captured.run(["audit", "cache", "--url", url.absoluteString, "--json"]) == .failure)
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(captured.output.utf8)) as? [String: Any])
+        #expect(Set(root.keys) == ["audit", "url", "verdict", "exitCode", "reason"])
+        #expect(root["verdict"] as? String == "inconclusive")
+        #expect((root["reason"] as? String)?.contains("could not connect to 127.0.0.1") == true)
+    }
+
     @Test func anAnswerThatIsNotHTTPExitsThree() async throws {
         try await LocalServer.withRunning { server in
             server.route("/me") { _ in LocalServer.Response().failing(with: .garbage) }

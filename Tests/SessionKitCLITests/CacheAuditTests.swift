@@ -31,10 +31,16 @@ import Testing
         }
     }
 
-    @Test func sendsEachUsersTokenOnceInOrder() async throws {
+    @Test func asksAsABThenTheOriginForBAndA() async throws {
         _ = try await audit(headers: []) { server, _ in
-            #expect(server.requests.map { $0.bearerToken } == [Self.tokenA, Self.tokenB])
-            #expect(server.requests.allSatisfy { $0.header("Cookie") == nil })
+            let requests = server.requests
+            #expect(requests.map { $0.bearerToken } == [Self.tokenA, Self.tokenB, Self.tokenB, Self.tokenA])
+            #expect(requests.allSatisfy { $0.header("Cookie") == nil })
+            // The two controls: a URL no cache holds, and no-cache.
+            #expect(requests.prefix(2).allSatisfy { !($0.query ?? "").contains(CacheAudit.controlParameter) })
+            #expect(requests.suffix(2).allSatisfy { ($0.query ?? "").contains(CacheAudit.controlParameter) })
+            #expect(requests.suffix(2).allSatisfy { $0.header("Cache-Control") == "no-cache" })
+            #expect(Set(requests.suffix(2).map { $0.query ?? "" }).count == 2, "each control URL is new")
         }
     }
 
@@ -50,7 +56,7 @@ import Testing
         let (status, captured) = try await audit(headers: headers.map { (name: $0.0, value: $0.1) })
         #expect(status == .ok, "\(captured.output)")
         #expect(captured.output.contains("SAFE"))
-        #expect(captured.output.contains("The answers differ"))
+        #expect(flattened(captured.output).contains("The origin answers the two users differently"))
     }
 
     @Test(arguments: [
@@ -70,11 +76,135 @@ import Testing
         #expect(captured.output.contains("remove public and s-maxage") == shared)
     }
 
-    @Test func identicalBodiesAreSafeButNoted() async throws {
+    @Test func bodiesTheOriginGivesBothUsersAreSafeButNoted() async throws {
         let (status, captured) = try await audit(headers: [("Cache-Control", "public, max-age=60")], sameBody: true)
         #expect(status == .ok)
-        #expect(captured.output.contains("Both users got the same status and body"))
-        #expect(captured.output.contains("harmless only if this resource never depends on who asks"))
+        #expect(flattened(captured.output).contains("The origin gives both users the same status and body"))
+        #expect(flattened(captured.output).contains("harmless only if this resource never depends on who asks"))
+    }
+
+    /// A cache in front of the origin that keys on the URL only: the first user's answer is served to the second.
+    @Test func aCacheServingAsAnswerToBIsLeakingNowWhateverTheHeaders() async throws {
+        try await LocalServer.withRunning { server in
+            let stored = Lock<Data?>(nil)
+            server.route("GET", "/me") { request in
+                let user = String((request.bearerToken ?? "nobody").prefix { $0 != "-" })
+                let fresh = Data(#"{"user":"\#(user)"}"#.utf8)
+                if (request.query ?? "").contains(CacheAudit.controlParameter) {
+                    return LocalServer.Response(status: 200, headers: [("Cache-Control", "no-store")], body: fresh)
+                }
+                let (body, hit) = stored.withLock { cached in
+                    if let cached { return (cached, true) }
+                    cached = fresh
+                    return (fresh, false)
+                }
+                return LocalServer.Response(
+                    status: 200, headers: [("Cache-Control", "no-store"), ("X-Cache", hit ? "HIT" : "MISS")],
+                    body: body)
+            }
+            let captured = CapturedConsole(environment: [
+                "SESSIONKIT_TOKEN_A": Self.tokenA, "SESSIONKIT_TOKEN_B": Self.tokenB,
+            ])
+            let status = await captured.run(["audit", "cache", "--url", server.url("/me").absoluteString])
+            #expect(status == .leak, "\(captured.output)")
+            let output = flattened(captured.output)
+            #expect(output.contains("LEAKING NOW: user B was answered with user A's response"))
+            #expect(output.contains("(X-Cache: HIT)"))
+            #expect(output.contains("proxy_no_cache $http_authorization"))
+        }
+    }
+
+    @Test(arguments: [
+        (401, "user B's token was refused (401)"),
+        (403, "user B's token was refused (403)"),
+        (404, "the resource was not found for user B (404): check --url"),
+        (302, "user B was redirected (302) to https://login.example.com/signin?…: a login page?"),
+        (500, "the server failed for user B (500)"),
+        (204, ""),
+    ])
+    func onlyTwoXXAnswersForBothUsersCount(status code: Int, reason: String) async throws {
+        try await LocalServer.withRunning { server in
+            server.route("GET", "/me") { request in
+                guard request.bearerToken == Self.tokenB else { return .json(#"{"user":"alice"}"#) }
+                var response = LocalServer.Response.json(#"{"user":"bob"}"#, status: code)
+                if code == 302 { response.headers.append(("Location", "https://login.example.com/signin?next=/me")) }
+                return response
+            }
+            let captured = CapturedConsole(environment: [
+                "SESSIONKIT_TOKEN_A": Self.tokenA, "SESSIONKIT_TOKEN_B": Self.tokenB,
+            ])
+            let status = await captured.run(["audit", "cache", "--url", server.url("/me").absoluteString])
+            if code == 204 {
+                #expect(status != .failure, "a 204 is a success")
+                return
+            }
+            #expect(status == .failure, "\(captured.output)")
+            #expect(flattened(captured.output).contains("INCONCLUSIVE: " + reason), "\(captured.output)")
+            #expect(!captured.output.contains("SAFE"))
+            #expect(server.requests.count == 2, "no controls after a refusal")
+        }
+    }
+
+    @Test func jsonFollowsTheDocumentedSchema() async throws {
+        try await LocalServer.withRunning { server in
+            server.route("GET", "/me") { request in
+                .json(#"{"user":"\#(request.bearerToken ?? "")"}"#, headers: [("Cache-Control", "max-age=60")])
+            }
+            let captured = CapturedConsole(environment: [
+                "SESSIONKIT_TOKEN_A": Self.tokenA, "SESSIONKIT_TOKEN_B": Self.tokenB,
+            ])
+            let status = await captured.run(["audit", "cache", "--url", server.url("/me").absoluteString, "--json"])
+            #expect(status == .leak)
+            #expect(captured.output.hasSuffix("\n") && captured.output.split(separator: "\n").count == 1)
+            let root = try #require(
+                try JSONSerialization.jsonObject(with: Data(captured.output.utf8)) as? [String: Any])
+            #expect(
+                Set(root.keys) == [
+                    "audit", "url", "verdict", "exitCode", "leakingNow", "leakEvidence", "couldLeak", "personal",
+                    "answers", "originAnswers", "caches", "fixes", "notes",
+                ])
+            #expect(root["audit"] as? String == "cache")
+            #expect(root["verdict"] as? String == "could-leak")
+            #expect(root["exitCode"] as? Int == 1)
+            #expect(root["leakingNow"] as? Bool == false)
+            #expect(root["personal"] as? Bool == true)
+            let answers = try #require(root["answers"] as? [String: [String: Any]])
+            #expect(Set(answers.keys) == ["A", "B"])
+            #expect(Set(answers["A"]?.keys.map { $0 } ?? []) == ["status", "headers", "bodyBytes", "cacheHit"])
+            let caches = try #require(root["caches"] as? [[String: String]])
+            #expect(caches.map { $0["reuse"] } == ["across-users", "across-users", "never", "never"])
+            #expect(!captured.all.contains(Self.tokenA) && !captured.all.contains(Self.tokenB))
+        }
+    }
+
+    @Test func noPieceOfATokenEchoedInAHeaderIsPrintedEvenWhenCut() async throws {
+        let tokenA = "abcdefghijklmnopqrstuvwxyz0123"  // 30 characters, wider than a column
+        let tokenB = "ZYXWVUTSRQPONMLKJIHGFEDCBA9876"
+        try await LocalServer.withRunning { server in
+            server.route("GET", "/me") { request in
+                let token = request.bearerToken ?? ""
+                return .json(
+                    "{}",
+                    headers: [
+                        ("Cache-Control", "max-age=60"), ("Vary", token),
+                        ("Expires", "x" + token.prefix(26)), ("Via", String(token.dropFirst(3).prefix(12))),
+                    ])
+            }
+            for json in [false, true] {
+                let captured = CapturedConsole(input: [tokenA, tokenB])
+                _ = await captured.run(
+                    ["audit", "cache", "--url", server.url("/me").absoluteString, "--token", "-", "--token", "-"]
+                        + (json ? ["--json"] : []))
+                for token in [tokenA, tokenB] {
+                    let chars = Array(token)
+                    for start in 0...(chars.count - 8) {
+                        let piece = String(chars[start..<start + 8])
+                        #expect(!captured.all.contains(piece), "a piece of a token was printed: \(piece)")
+                    }
+                }
+                #expect(captured.all.contains("<redacted"))
+            }
+        }
     }
 
     @Test func aServerThatEchoesATokenIntoAHeaderIsStillRedacted() async throws {
@@ -162,6 +292,18 @@ import Testing
         )
         #expect(assessment.leakPossible)
         #expect(assessment.notes.contains { $0.contains("different Cache-Control or Vary") })
+    }
+
+    @Test func sameAnswersWithoutTheOriginAreUnobservableNotSafe() {
+        let answer = exchange(["Cache-Control": "no-store", "X-Cache": "HIT"], body: "alice")
+        let assessment = CacheAssessment(first: answer, second: answer)
+        #expect(assessment.verdict == .unobservable)
+        #expect(assessment.verdict.exitCode == .failure)
+        let observed = CacheAssessment(
+            first: answer, second: answer, originFirst: exchange([:], body: "alice"),
+            originSecond: exchange([:], body: "bob"))
+        #expect(observed.verdict == .leakingNow)
+        #expect(observed.verdict.exitCode == .leak)
     }
 
     @Test func aDifferentStatusCountsAsADifferentAnswer() {

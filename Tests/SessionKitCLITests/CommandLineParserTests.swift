@@ -136,6 +136,30 @@ import Testing
         }
     }
 
+    @Test func anUpperCaseSchemeWorksAndIsMadeLowerCase() throws {
+        let command = try parse("audit cache --url HTTP://127.0.0.1:8080/me")
+        guard case .auditCache(let options) = command else { throw UsageError("not an audit") }
+        #expect(options.url.absoluteString == "http://127.0.0.1:8080/me")
+        guard case .auditCache(let secure) = try parse("audit cache --url HTTPS://api.example.com/me") else {
+            throw UsageError("not an audit")
+        }
+        #expect(secure.url.scheme == "https")
+    }
+
+    @Test(arguments: [
+        "http://127.0.0.1:99999/me", "http://127.0.0.1:0/me", "http://127.0.0.1:65536/", "http://127.0.0.1:-1/",
+    ])
+    func anOutOfRangePortIsAUsageError(url: String) {
+        #expect(
+            usageError("audit cache --url \(url)")?.message == "--url has a port out of range: a port is 1 to 65535")
+    }
+
+    @Test func anIPv6HostIsPrintedInBrackets() {
+        #expect(AuditHTTPClient.target(of: URL(string: "http://[::1]:8080/me")) == "[::1]:8080")
+        #expect(AuditHTTPClient.target(of: URL(string: "https://[2001:db8::1]/me")) == "[2001:db8::1]:443")
+        #expect(CacheAudit.shown(URL(string: "http://[::1]:8080/me?x=1")!) == "http://[::1]:8080/me?…")
+    }
+
     // MARK: - audit logout
 
     @Test func auditLogoutTakesEveryFlag() throws {
@@ -261,12 +285,26 @@ import Testing
 
     // MARK: - Through the tool
 
-    @Test func usageErrorsExitTwoWithTheMessageAndTheHelpOnStandardError() async {
+    @Test func usageErrorsExitTwoWithOneLineAndAHintToHelp() async {
         let captured = CapturedConsole()
         #expect(await captured.run(["demo", "--bogus"]) == .usage)
         #expect(captured.output.isEmpty)
-        #expect(captured.errors.hasPrefix("sessionkit: unknown option '--bogus'\n"))
-        #expect(captured.errors.contains("Usage: sessionkit demo"))
+        #expect(
+            captured.errors
+                == "sessionkit: unknown option '--bogus'\nTry 'sessionkit demo --help' for more information.\n")
+
+        let cache = CapturedConsole()
+        #expect(await cache.run(["audit", "cache", "--timeout", "0"]) == .usage)
+        #expect(cache.errors.split(separator: "\n").count == 2)
+        #expect(cache.errors.hasSuffix("Try 'sessionkit audit cache --help' for more information.\n"))
+    }
+
+    @Test func versionPrintsTheVersion() async {
+        for arguments in [["--version"], ["version"]] {
+            let captured = CapturedConsole()
+            #expect(await captured.run(arguments) == .ok)
+            #expect(captured.output == "sessionkit \(SessionKitTool.version)\n")
+        }
     }
 
     @Test func helpExitsZeroOnStandardOutput() async {

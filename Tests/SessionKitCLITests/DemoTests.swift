@@ -59,11 +59,18 @@ import Testing
         let captured = CapturedConsole()
         let status = await captured.run(["demo", "--json"])
         #expect(status == .ok, "\(captured.errors)")
-        #expect(captured.output.hasPrefix(#"{"scenarios":[{"id":"late-response","naive":{"leaked":"#))
+        #expect(captured.output.hasPrefix(#"{"seed":5,"totals":{"scenarios":10,"naiveLeaked":"#))
         let object = try JSONSerialization.jsonObject(with: Data(captured.output.utf8))
         let root = try #require(object as? [String: Any])
-        #expect(Array(root.keys) == ["scenarios"])
+        #expect(Set(root.keys) == ["seed", "totals", "scenarios"])
+        let totals = try #require(root["totals"] as? [String: Int])
+        #expect(Set(totals.keys) == ["scenarios", "naiveLeaked", "sessionkitLeaked"])
+        #expect(totals["sessionkitLeaked"] == 0)
         let scenarios = try #require(root["scenarios"] as? [[String: Any]])
+        #expect(totals["scenarios"] == scenarios.count)
+        #expect(
+            totals["naiveLeaked"]
+                == scenarios.filter { ($0["naive"] as? [String: Any])?["leaked"] as? Bool == true }.count)
         #expect(scenarios.compactMap { $0["id"] as? String } == Self.ids)
         for scenario in scenarios {
             #expect(Set(scenario.keys) == ["id", "naive", "sessionkit"])
@@ -88,6 +95,11 @@ import Testing
         let noColor = CapturedConsole(environment: ["NO_COLOR": "1"], isTerminal: true)
         #expect(await noColor.run(["demo", "--only", "cache-leak/no"]) == .ok)
         #expect(!noColor.output.contains("\u{1B}["))
+
+        // no-color.org: an empty NO_COLOR does not disable colour.
+        let emptyNoColor = CapturedConsole(environment: ["NO_COLOR": ""], isTerminal: true)
+        #expect(await emptyNoColor.run(["demo", "--only", "cache-leak/max"]) == .ok)
+        #expect(emptyNoColor.output.contains("\u{1B}[31mLEAKED"))
 
         let piped = CapturedConsole()
         #expect(await piped.run(["demo", "--only", "cache-leak/no"]) == .ok)
@@ -116,8 +128,9 @@ import Testing
                 [row(naive: true, sessionKit: false), row(naive: false, sessionKit: true)], failures: 0) == .leak)
         #expect(SessionKitTool.exitCode([row(naive: true, sessionKit: false)], failures: 1) == .failure)
         #expect(
-            DemoReport.json([row(naive: true, sessionKit: false)])
-                == #"{"scenarios":[{"id":"x","naive":{"leaked":true,"detail":"a"},"sessionkit":{"leaked":false,"detail":"b"}}]}"#
+            DemoReport.json([row(naive: true, sessionKit: false)], seed: 7)
+                == #"{"seed":7,"totals":{"scenarios":1,"naiveLeaked":1,"sessionkitLeaked":0},"#
+                + #""scenarios":[{"id":"x","naive":{"leaked":true,"detail":"a"},"sessionkit":{"leaked":false,"detail":"b"}}]}"#
         )
     }
 

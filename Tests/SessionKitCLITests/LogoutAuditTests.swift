@@ -78,6 +78,10 @@ import Testing
                 request.bearerToken == Self.access || request.bearerToken == "at-new" ? .json("{}") : .status(401)
             }
             server.route("POST", "/revoke") { _ in .status(200) }
+            installTokenEndpoint(on: server)
+        }
+
+        func installTokenEndpoint(on server: LocalServer) {
             server.route("POST", "/token") { request in
                 guard request.bodyText.contains("grant_type=refresh_token"),
                     request.bodyText.contains("refresh_token=\(Self.refresh)")
@@ -105,11 +109,14 @@ import Testing
             #expect(captured.output.contains("FAIL"))
             #expect(
                 !captured.all.contains(NonRevokingServer.access) && !captured.all.contains(NonRevokingServer.refresh))
-            // The tokens the grant handed out are revoked again, so the audit leaves nothing new alive.
+            // The tokens the grant handed out are revoked, and since this server revokes nothing, the output says
+            // plainly that they are still live.
             let revoked = server.requests.filter { $0.path == "/revoke" }.map(\.bodyText)
             #expect(revoked.count == 4)
             #expect(revoked.suffix(2).contains { $0.contains("token=rt-new") })
             #expect(revoked.suffix(2).contains { $0.contains("token=at-new") })
+            #expect(output.contains("STILL LIVE after the audit: the new access token (the resource still accepts it"))
+            #expect(!output.contains("were revoked"))
         }
     }
 
@@ -127,13 +134,93 @@ import Testing
         }
     }
 
+    /// A server that keeps the old tokens alive but does revoke the ones its grant issues: the audit revokes them
+    /// and checks the new access token is refused before saying so.
+    @Test func tokensTheGrantIssuedAreRevokedForRealAndSaidSo() async throws {
+        try await LocalServer.withRunning { server in
+            let revoked = Lock<Set<String>>([])
+            server.route("GET", "/me") { request in
+                let token = request.bearerToken ?? ""
+                let live =
+                    token == NonRevokingServer.access || (token == "at-new" && !revoked.withLock { $0.contains(token) })
+                return live ? .json(#"{"user":"alice"}"#) : .status(401)
+            }
+            server.route("POST", "/revoke") { request in
+                for token in ["at-new", "rt-new"]
+                where request.bodyText.contains("token=\(token)&") || request.bodyText.hasSuffix("token=\(token)") {
+                    revoked.withLock { _ = $0.insert(token) }
+                }
+                return .status(200)
+            }
+            NonRevokingServer().installTokenEndpoint(on: server)
+            let captured = CapturedConsole(
+                environment: ["AT": NonRevokingServer.access, "RT": NonRevokingServer.refresh])
+            let status = await captured.run(
+                arguments(
+                    resource: server.url("/me"), revocation: server.url("/revoke"), tokenEndpoint: server.url("/token"),
+                    clientID: "app") + ["--access-token-env", "AT", "--refresh-token-env", "RT"])
+            #expect(status == .leak)
+            #expect(revoked.withLock { $0 } == ["at-new", "rt-new"], "\(server.requests.map(\.bodyText))")
+            #expect(
+                flattened(captured.output).contains(
+                    "the 2 tokens the grant issued were revoked, and the resource now rejects the new access token"))
+        }
+    }
+
+    /// A 200 whose body is empty of user data after logout is neither a pass nor a leak.
+    @Test func anEmptySuccessAfterLogoutIsDoubtful() async throws {
+        try await LocalServer.withRunning { server in
+            let revoked = Lock(false)
+            server.route("GET", "/me") { _ in
+                revoked.withLock { $0 } ? .json("{}") : .json(#"{"user":"alice"}"#)
+            }
+            server.route("POST", "/revoke") { _ in
+                revoked.withLock { $0 = true }
+                return .status(200)
+            }
+            let captured = CapturedConsole(environment: [
+                "AT": "at-q9x-0123456789zz", "RT": "rt-q9x-0123456789zz",
+            ])
+            let status = await captured.run(
+                arguments(
+                    resource: server.url("/me"), revocation: server.url("/revoke"), tokenEndpoint: nil, clientID: "app")
+                    + ["--access-token-env", "AT", "--refresh-token-env", "RT"])
+            #expect(status == .failure, "\(captured.all)")
+            let output = flattened(captured.output)
+            #expect(output.contains("doubtful: 200 with an empty body after logout"))
+            #expect(output.contains("DOUBTFUL:"))
+            #expect(!output.contains("PASS") && !output.contains("FAIL"))
+        }
+    }
+
+    /// A server trickling one byte a second is cut off at --timeout, not after the whole body.
+    @Test(.timeLimit(.minutes(1))) func theTimeoutIsADeadlineOnTheWholeRequest() async throws {
+        try await LocalServer.withRunning { server in
+            server.route("GET", "/me") { _ in
+                LocalServer.Response.json("{}").failing(with: .trickle(every: .milliseconds(200)))
+            }
+            let captured = CapturedConsole(environment: ["AT": "at-trickle-0123456789", "RT": "rt-trickle-0123456789"])
+            let status = await captured.run(
+                arguments(
+                    resource: server.url("/me"), revocation: server.url("/revoke"), tokenEndpoint: nil, clientID: "app")
+                    + ["--access-token-env", "AT", "--refresh-token-env", "RT", "--timeout", "1"])
+            #expect(status == .failure)
+            #expect(
+                captured.errors.contains("127.0.0.1:\(server.port) did not answer within 1 s (--timeout)"),
+                "\(captured.errors)")
+        }
+    }
+
     @Test func aResourceAnsweringNeitherSuccessNorRefusalIsInconclusive() {
         #expect(
             LogoutAudit.check(resourceAnswer: HTTPExchange(status: 500, headers: [:], body: Data())).passed == false)
         #expect(LogoutAudit.check(resourceAnswer: HTTPExchange(status: 403, headers: [:], body: Data())).passed)
         let (check, issued) = LogoutAudit.check(
             tokenAnswer: HTTPExchange(status: 401, headers: [:], body: Data(#"{"error":"invalid_client"}"#.utf8)))
-        #expect(check == .inconclusive("401 invalid_client, not invalid_grant"))
+        #expect(
+            check
+                == .inconclusive(
+                    "401 invalid_client: the server does not accept this client for the grant; check --client-id"))
         #expect(issued == nil)
     }
 }

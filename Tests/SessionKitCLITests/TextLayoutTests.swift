@@ -46,7 +46,9 @@ import Testing
     @Test func colourNeedsATerminalAndNoNoColor() {
         #expect(CapturedConsole(isTerminal: true).console.usesColour)
         #expect(!CapturedConsole(isTerminal: false).console.usesColour)
-        #expect(!CapturedConsole(environment: ["NO_COLOR": ""], isTerminal: true).console.usesColour)
+        #expect(!CapturedConsole(environment: ["NO_COLOR": "1"], isTerminal: true).console.usesColour)
+        // no-color.org: only a NO_COLOR that is present and not empty disables colour.
+        #expect(CapturedConsole(environment: ["NO_COLOR": ""], isTerminal: true).console.usesColour)
         #expect(!CapturedConsole(environment: ["TERM": "dumb"], isTerminal: true).console.usesColour)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SessionKit
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -17,6 +18,24 @@ struct HTTPExchange: Sendable {
     /// The value of the field `name`, compared case-insensitively.
     func header(_ name: String) -> String? {
         headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// The fields caches leave on what they serve, in this order, those present.
+    static let cacheHintFields = ["Age", "X-Cache", "X-Cache-Status", "CF-Cache-Status", "Via"]
+
+    /// The cache hints present, name and value.
+    var cacheHints: [(name: String, value: String)] {
+        Self.cacheHintFields.compactMap { name in header(name).map { (name, $0) } }
+    }
+
+    /// Whether a hint says a cache answered without asking the origin: a positive `Age`, or `HIT` (also `STALE`,
+    /// `UPDATING`) in `X-Cache`, `X-Cache-Status` or `CF-Cache-Status`.
+    var looksLikeCacheHit: Bool {
+        if let age = header("Age").flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), age > 0 { return true }
+        return ["X-Cache", "X-Cache-Status", "CF-Cache-Status"].contains { name in
+            guard let value = header(name)?.uppercased() else { return false }
+            return ["HIT", "STALE", "UPDATING"].contains { value.contains($0) }
+        }
     }
 }
 
@@ -68,15 +87,33 @@ final class AuditHTTPClient: Sendable {
 
     /// Sends `request` and returns the answer, whatever its status.
     ///
+    /// The timeout is a deadline on the whole exchange, connection to last byte: a server that trickles its body
+    /// a byte at a time is cut off when it passes (FoundationNetworking's own timeouts only bound silence).
+    ///
     /// - Parameter request: The request.
     /// - Returns: The exchange.
-    /// - Throws: ``AuditFailure`` when no HTTP answer came back.
+    /// - Throws: ``AuditFailure`` when no HTTP answer came back in time.
     func send(_ request: URLRequest) async throws(AuditFailure) -> HTTPExchange {
         var request = request
         request.timeoutInterval = timeout.seconds
         let target = Self.target(of: request.url)
+        let session = session
+        let running = Mutex<URLSessionTask?>(nil)
+        let expired = Mutex(false)
+        let deadline = DispatchWorkItem {
+            guard let task = running.withLock({ $0 }) else { return }
+            expired.withLock { $0 = true }
+            // On the delegate queue, where completion handlers run: FoundationNetworking stops the process when a
+            // cancellation races a completion (SessionKit's TaskCancellation.swift explains the two reads).
+            session.delegateQueue.addOperation {
+                task.cancel()
+                _ = task.priority
+                _ = task.priority
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds, execute: deadline)
         let outcome: Result<(Data, URLResponse), any Error> = await withCheckedContinuation { continuation in
-            session.dataTask(with: request) { data, response, error in
+            let task = session.dataTask(with: request) { data, response, error in
                 if let error {
                     continuation.resume(returning: .failure(error))
                 } else if let response {
@@ -84,7 +121,14 @@ final class AuditHTTPClient: Sendable {
                 } else {
                     continuation.resume(returning: .failure(URLError(.badServerResponse)))
                 }
-            }.resume()
+            }
+            running.withLock { $0 = task }
+            task.resume()
+        }
+        deadline.cancel()
+        if case .failure = outcome, expired.withLock({ $0 }) {
+            throw AuditFailure(
+                kind: .timeout, message: "\(target) did not answer within \(Self.format(timeout)) (--timeout)")
         }
         switch outcome {
         case .failure(let error):
@@ -105,7 +149,9 @@ final class AuditHTTPClient: Sendable {
     static func target(of url: URL?) -> String {
         guard let url, let host = url.host else { return "the server" }
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
-        return "\(host):\(port)"
+        // An IPv6 address is bracketed, or its last group could not be told from the port.
+        let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(TextLayout.printable(shown, limit: 100)):\(port)"
     }
 
     /// The failure a transport error means.
@@ -114,6 +160,12 @@ final class AuditHTTPClient: Sendable {
             return AuditFailure(kind: .network, message: "the request to \(target) failed (\(type(of: error)))")
         }
         switch code {
+        case .badURL:
+            // FoundationNetworking (Linux) refuses a URL whose host is an IPv6 literal, among others.
+            return AuditFailure(
+                kind: .network,
+                message: "the HTTP client cannot send a request to \(target) as written (URLError -1000); "
+                    + "FoundationNetworking on Linux does not take an IPv6 literal host: use a host name")
         case .timedOut:
             return AuditFailure(
                 kind: .timeout,
@@ -152,7 +204,7 @@ final class AuditHTTPClient: Sendable {
         }
     }
 
-    private static func format(_ duration: Duration) -> String {
+    static func format(_ duration: Duration) -> String {
         let seconds = duration.seconds
         return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%.1f s", seconds)
     }

@@ -3,18 +3,24 @@ import SessionKit
 
 /// The demo's output: an 80-column table for people, or one line of JSON for programs.
 enum DemoReport {
-    /// `{"scenarios":[{"id":…,"naive":{"leaked":…,"detail":…},"sessionkit":{…}},…]}`, members in that order.
+    /// `{"seed":…,"totals":{"scenarios":…,"naiveLeaked":…,"sessionkitLeaked":…},"scenarios":[{"id":…,
+    /// "naive":{"leaked":…,"detail":…},"sessionkit":{…}},…]}`, members in that order.
     ///
-    /// - Parameter results: The rows.
+    /// - Parameters:
+    ///   - results: The rows.
+    ///   - seed: The seed of the randomized scenario.
     /// - Returns: The JSON text, without a final line break.
-    static func json(_ results: [ScenarioResult]) -> String {
+    static func json(_ results: [ScenarioResult], seed: UInt64) -> String {
         func verdict(_ verdict: Verdict) -> String {
             #"{"leaked":\#(verdict.leaked),"detail":\#(JSONValue.quoted(verdict.detail))}"#
         }
         let rows = results.map { result in
             #"{"id":\#(JSONValue.quoted(result.id)),"naive":\#(verdict(result.naive)),"sessionkit":\#(verdict(result.sessionKit))}"#
         }
-        return #"{"scenarios":[\#(rows.joined(separator: ","))]}"#
+        let totals =
+            #"{"scenarios":\#(results.count),"naiveLeaked":\#(results.filter(\.naive.leaked).count),"#
+            + #""sessionkitLeaked":\#(results.filter(\.sessionKit.leaked).count)}"#
+        return #"{"seed":\#(seed),"totals":\#(totals),"scenarios":[\#(rows.joined(separator: ","))]}"#
     }
 
     /// The table: one row per scenario with each side's verdict, then what each side did, scenario by scenario.

@@ -2,6 +2,8 @@
 
 import time
 
+from django.http import JsonResponse
+
 from oauth2_provider.models import get_access_token_model, get_device_grant_model, get_grant_model
 from oauth2_provider.models import get_refresh_token_model
 
@@ -95,7 +97,16 @@ class TestSupportMiddleware:
         elif path == TOKEN_PATH:
             _sleep_ms(testsupport.control_value("token_delay_before_ms", username))
 
-        response = self.get_response(request)
+        forced = None
+        if path == TOKEN_PATH:
+            forced = testsupport.control_value("token_status", username)
+        elif path == "/o/revoke_token/":
+            forced = testsupport.control_value("revoke_status", username)
+        if forced:
+            # A failing server: nothing is processed (no token issued, rotated or revoked).
+            response = JsonResponse({"error": "server_error"}, status=forced)
+        else:
+            response = self.get_response(request)
 
         dropped = False
         if path == TOKEN_PATH:

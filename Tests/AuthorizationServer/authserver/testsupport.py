@@ -14,7 +14,12 @@ import time
 
 from django.conf import settings
 
-CONTROL_KEYS = ("token_delay_ms", "token_delay_before_ms", "api_delay_ms", "drop_next_token_response")
+CONTROL_KEYS = (
+    "token_delay_ms", "token_delay_before_ms", "api_delay_ms", "drop_next_token_response", "token_status",
+    "revoke_status",
+)
+# Controls that replace the endpoint's answer with an error of that status, without processing the request.
+STATUS_KEYS = ("token_status", "revoke_status")
 
 _lock = threading.Lock()
 _global_controls = {}
@@ -35,6 +40,9 @@ def set_controls(values, username=None):
         if key == "drop_next_token_response":
             if not isinstance(value, bool):
                 raise ValueError("drop_next_token_response must be true or false")
+        elif key in STATUS_KEYS:
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 500 <= value <= 599):
+                raise ValueError(f"{key} must be a status in 500…599, or null to answer normally")
         elif not isinstance(value, int) or isinstance(value, bool) or value < 0 or value > 600_000:
             raise ValueError(f"{key} must be an integer number of milliseconds in 0…600000")
     with _lock:
