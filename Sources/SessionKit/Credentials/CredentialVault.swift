@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A credential store with every operation on one account serialized, in the order it was asked for.
 ///

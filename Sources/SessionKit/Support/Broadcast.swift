@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A one-shot result that many waiters can await, each with its own deadline and its own cancellation.
 ///

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Runs async operations one after another, in the order they were enqueued.
 ///
