@@ -3,8 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "SessionKit",
-    // `Mutex` (Synchronization) sets the floor on Apple platforms.
-    platforms: [.iOS(.v18), .macOS(.v15), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // `Observable` (Observation, which `SessionScoped` and `SessionManager` adopt) sets the floor on Apple platforms.
+    // Locks are the package's own `Lock` (pthread), not `Mutex` or `Atomic`, which would raise it to iOS 18.
+    platforms: [.iOS(.v17), .macOS(.v14), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "SessionKit", targets: ["SessionKit"]),
         .library(name: "SessionKitTesting", targets: ["SessionKitTesting"]),

@@ -1,5 +1,4 @@
 import SessionKit
-import Synchronization
 
 /// A one-shot barrier: tasks that ``wait()`` suspend until ``open()`` is called, without sleeping.
 ///

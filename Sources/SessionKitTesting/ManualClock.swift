@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 /// A ``/SessionKit/SessionClock`` that moves only when a test moves it, so tests order time-based events without sleeping.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 /// The part of a ``MockAuthorizationServer`` its route handlers share: the state, the injected behaviour, and
 /// the handlers themselves. Separate from the server object so the routes the ``LocalServer`` keeps do not keep

@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 /// An OAuth 2.0 authorization server and resource server on loopback, for testing clients against real sockets:
 /// token endpoint, revocation, device authorization, an authorization endpoint, and a protected resource, with

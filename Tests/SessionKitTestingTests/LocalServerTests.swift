@@ -1,6 +1,5 @@
 import Foundation
 import SessionKitTesting
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,6 +1,5 @@
 import Foundation
 import SessionKitTesting
-import Synchronization
 import Testing
 
 @testable import SessionKit

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import SessionKit
 import SessionKitTesting
-import Synchronization
 import Testing
 
 #if canImport(Glibc)

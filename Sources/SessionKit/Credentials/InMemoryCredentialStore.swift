@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A credential store that keeps records in this process's memory only: for tests and for apps that must
 /// not persist credentials at all.
 public final class InMemoryCredentialStore: CredentialStore {

@@ -1,292 +1,378 @@
-#if canImport(Security)
-    import Foundation
-    import Security
+import Foundation
 
-    /// A credential store in the Keychain (Apple platforms): one generic-password item per account.
-    ///
-    /// Items have `kSecAttrService` = ``service``, `kSecAttrAccount` = the account's ``Account/storageKey``,
-    /// the record as JSON in `kSecValueData`, and the ``Account`` (not secret) as JSON in `kSecAttrGeneric`, so
-    /// ``accounts()`` lists accounts without reading, or prompting for, any secret.
-    ///
-    /// By default items are readable after the device's first unlock and never leave this device
-    /// (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`): a background refresh can read them while the
-    /// screen is locked, and backups restored to another device do not carry them. With
-    /// `requireUserPresence`, every read and update asks for Face ID, Touch ID or the passcode
-    /// (`SecAccessControlCreateFlags.userPresence`); a dismissed prompt throws
-    /// ``SessionError/Code/userCancelled``.
-    ///
-    /// - Important: The Keychain outlives the app: items survive deletion and reinstallation. Call
-    ///   ``purgeItemsFromPreviousInstallation(marker:)`` at launch, before restoring a session, so a reinstalled
-    ///   app does not sign in with a previous installation's tokens.
-    /// - Important: On macOS, `useDataProtectionKeychain` (the default) needs the app to be signed with a
-    ///   `keychain-access-groups` entitlement; without one the Keychain answers `errSecMissingEntitlement`, which
-    ///   this store reports as ``SessionError/Code/storeUnavailable``. Command-line tools pass `false` (the
-    ///   login keychain, without user-presence protection) or use ``FileCredentialStore``.
-    /// - Important: Keychain calls block, and may wait for a user-presence prompt. They run one at a time, in
-    ///   call order, on a dispatch queue of this store, never on the cooperative thread pool.
-    public final class KeychainCredentialStore: CredentialStore {
-        /// When the Keychain lets the app read an item (`kSecAttrAccessible…`).
-        public enum Accessibility: Sendable, Hashable {
-            /// After the first unlock since boot, on this device only. The default.
-            case afterFirstUnlockThisDeviceOnly
-            /// While the device is unlocked, on this device only.
-            case whenUnlockedThisDeviceOnly
-            /// While the device is unlocked and has a passcode, on this device only; items are deleted when
-            /// the passcode is removed.
-            case whenPasscodeSetThisDeviceOnly
+/// A credential store in the Keychain (Apple platforms): one generic-password item per account.
+///
+/// Items have `kSecAttrService` = ``service``, a `kSecAttrAccount` made of the account's ``Account/storageKey``
+/// and a generation number, the record as JSON in `kSecValueData`, and the ``Account`` (not secret) as JSON in
+/// `kSecAttrGeneric`, so ``accounts()`` lists accounts without reading, or prompting for, any secret.
+///
+/// By default items are readable after the device's first unlock and never leave this device
+/// (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`): a background refresh can read them while the
+/// screen is locked, and backups restored to another device do not carry them.
+///
+/// With `requireUserPresence`, reading a record asks for Face ID, Touch ID or the passcode
+/// (`SecAccessControlCreateFlags.userPresence`); a dismissed or failed prompt throws
+/// ``SessionError/Code/userCancelled``. Writing never asks: the Keychain asks for user presence to update a
+/// protected item, so ``save(_:)`` never updates one. It adds the new record as an item of the next
+/// generation, then deletes the older ones; a reader takes the newest generation, so it sees the old record or
+/// the new one, never a mix. A rotated refresh token is therefore stored in the background, while the device
+/// is locked and no prompt can be shown, and the next launch never presents the token it replaced.
+///
+/// - Important: The Keychain outlives the app: items survive deletion and reinstallation. Call
+///   ``purgeItemsFromPreviousInstallation(marker:)`` at launch, before restoring a session, so a reinstalled
+///   app does not sign in with a previous installation's tokens.
+/// - Important: On macOS, `useDataProtectionKeychain` (the default) needs the app to be signed with a
+///   `keychain-access-groups` entitlement; without one the Keychain answers `errSecMissingEntitlement`, which
+///   this store reports as ``SessionError/Code/storeUnavailable``. Command-line tools pass `false` (the
+///   login keychain, without user-presence protection) or use ``FileCredentialStore``.
+/// - Important: Keychain calls block, and may wait for a user-presence prompt. They run one at a time, in
+///   call order, on a dispatch queue of this store, never on the cooperative thread pool.
+///
+/// The type exists on every platform so its documentation renders everywhere; where the Security framework is
+/// missing (Linux), every call throws ``SessionError/Code/storeUnavailable``.
+public final class KeychainCredentialStore: CredentialStore {
+    /// When the Keychain lets the app read an item (`kSecAttrAccessible…`).
+    public enum Accessibility: Sendable, Hashable {
+        /// After the first unlock since boot, on this device only. The default.
+        case afterFirstUnlockThisDeviceOnly
+        /// While the device is unlocked, on this device only.
+        case whenUnlockedThisDeviceOnly
+        /// While the device is unlocked and has a passcode, on this device only; items are deleted when
+        /// the passcode is removed.
+        case whenPasscodeSetThisDeviceOnly
+    }
 
-            var attribute: CFString {
-                switch self {
-                case .afterFirstUnlockThisDeviceOnly: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-                case .whenUnlockedThisDeviceOnly: kSecAttrAccessibleWhenUnlockedThisDeviceOnly
-                case .whenPasscodeSetThisDeviceOnly: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly
-                }
+    /// The `kSecAttrService` of this store's items, such as the app's bundle identifier.
+    public let service: String
+    /// The keychain access group the items live in, shared with the app's extensions and the other apps of the
+    /// same team that list it in their `keychain-access-groups` entitlement; `nil` for the app's default group.
+    public let accessGroup: String?
+    /// When the items can be read.
+    public let accessibility: Accessibility
+    /// Whether reading a record requires user presence (biometry or passcode).
+    public let requiresUserPresence: Bool
+    /// Whether the items live in the data protection keychain (always so on iOS, opt-in on macOS).
+    public let usesDataProtectionKeychain: Bool
+
+    private let calls: any KeychainCalls
+    private let queue = BlockingWorkQueue(label: "SessionKit.KeychainCredentialStore")
+
+    /// How many times a save or a load starts over when another process changed the same account meanwhile.
+    private static let attempts = 8
+
+    /// Creates a store for the items of `service`.
+    ///
+    /// - Parameters:
+    ///   - service: The `kSecAttrService` that scopes the items; ``deleteAll()`` deletes this service's only.
+    ///   - accessGroup: A keychain access group to share the items in (an app and its extensions pass the same
+    ///     one), or `nil`.
+    ///   - accessibility: When the items can be read; after first unlock, this device only, by default.
+    ///   - requireUserPresence: Whether reading a record asks for Face ID, Touch ID or the passcode.
+    ///   - useDataProtectionKeychain: Whether to use the data protection keychain on macOS (needs the
+    ///     `keychain-access-groups` entitlement); ignored elsewhere, where it is the only keychain.
+    public convenience init(
+        service: String,
+        accessGroup: String? = nil,
+        accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
+        requireUserPresence: Bool = false,
+        useDataProtectionKeychain: Bool = true
+    ) {
+        self.init(
+            service: service, accessGroup: accessGroup, accessibility: accessibility,
+            requireUserPresence: requireUserPresence, useDataProtectionKeychain: useDataProtectionKeychain,
+            calls: Self.platformCalls
+        )
+    }
+
+    /// Creates a store over `calls` (a fake of the Keychain in tests).
+    package init(
+        service: String,
+        accessGroup: String? = nil,
+        accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
+        requireUserPresence: Bool = false,
+        useDataProtectionKeychain: Bool = true,
+        calls: any KeychainCalls
+    ) {
+        self.service = service
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.requiresUserPresence = requireUserPresence
+        self.usesDataProtectionKeychain = useDataProtectionKeychain
+        self.calls = calls
+    }
+
+    private static var platformCalls: any KeychainCalls {
+        #if canImport(Security)
+            SecurityKeychainCalls()
+        #else
+            UnavailableKeychainCalls()
+        #endif
+    }
+
+    /// Replaces the record of `record.account` with `record`, without asking for user presence.
+    ///
+    /// The record is added as the account's newest item, then the older items are deleted; an older item whose
+    /// deletion fails is shadowed by the new one and deleted by the next save or ``delete(for:)``.
+    ///
+    /// - Parameter record: The record to store; it must be of ``CredentialRecord/currentVersion``.
+    /// - Throws: ``SessionError`` `storeUnavailable` (the device is locked, or the app lacks the keychain
+    ///   entitlement), `storageFailure` (another `OSStatus`), `invalidInput` (a record of another version).
+    public func save(_ record: CredentialRecord) async throws {
+        try await queue.run { [self] in
+            var secret = try CredentialRecordCoding.encode(record)
+            defer { SecureWipe.wipe(&secret) }
+            let identity = try Self.encodeAccount(record.account)
+            let key = record.account.storageKey
+            for _ in 0..<Self.attempts {
+                let older = try items(of: key)
+                let name = ItemName(key: key, generation: (older.map(\.name.generation).max() ?? 0) + 1)
+                let item = KeychainItem(
+                    query: query(account: name.attribute),
+                    label: "SessionKit credentials (\(service))",
+                    generic: identity,
+                    secret: secret,
+                    protection: requiresUserPresence ? .userPresence(accessibility) : .accessible(accessibility)
+                )
+                let status = calls.add(item)
+                // Another process saved this account meanwhile and took the generation: go above it.
+                if status == .duplicateItem { continue }
+                try check(status, action: "adding the record \(key)")
+                for stale in older { _ = calls.delete(matching: query(account: stale.name.attribute)) }
+                return
             }
+            throw SessionError(.storageFailure, "the record \(key) kept changing while it was being saved")
         }
+    }
 
-        /// The `kSecAttrService` of this store's items, such as the app's bundle identifier.
-        public let service: String
-        /// The keychain access group shared with other apps of the same team, or `nil` for the app's default.
-        public let accessGroup: String?
-        /// When the items can be read.
-        public let accessibility: Accessibility
-        /// Whether reading and updating an item requires user presence (biometry or passcode).
-        public let requiresUserPresence: Bool
-        /// Whether the items live in the data protection keychain (always so on iOS, opt-in on macOS).
-        public let usesDataProtectionKeychain: Bool
-
-        private let queue = BlockingWorkQueue(label: "SessionKit.KeychainCredentialStore")
-
-        /// Creates a store for the items of `service`.
-        ///
-        /// - Parameters:
-        ///   - service: The `kSecAttrService` that scopes the items; ``deleteAll()`` deletes this service's only.
-        ///   - accessGroup: A keychain access group to share the items in, or `nil`.
-        ///   - accessibility: When the items can be read; after first unlock, this device only, by default.
-        ///   - requireUserPresence: Whether each read and update asks for Face ID, Touch ID or the passcode.
-        ///   - useDataProtectionKeychain: Whether to use the data protection keychain on macOS (needs the
-        ///     `keychain-access-groups` entitlement); ignored elsewhere, where it is the only keychain.
-        public init(
-            service: String,
-            accessGroup: String? = nil,
-            accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
-            requireUserPresence: Bool = false,
-            useDataProtectionKeychain: Bool = true
-        ) {
-            self.service = service
-            self.accessGroup = accessGroup
-            self.accessibility = accessibility
-            self.requiresUserPresence = requireUserPresence
-            self.usesDataProtectionKeychain = useDataProtectionKeychain
-        }
-
-        /// Replaces the record of `record.account` with `record`: updates the item in place, or adds it.
-        ///
-        /// - Parameter record: The record to store; it must be of ``CredentialRecord/currentVersion``.
-        /// - Throws: ``SessionError`` `userCancelled` (the prompt was dismissed), `storeUnavailable` (the device
-        ///   is locked, or the app lacks the keychain entitlement), `storageFailure` (another `OSStatus`),
-        ///   `invalidInput` (a record of another version).
-        public func save(_ record: CredentialRecord) async throws {
-            try await queue.run { [self] in
-                var secret = try CredentialRecordCoding.encode(record)
-                defer { SecureWipe.wipe(&secret) }
-                let identity = try Self.encodeAccount(record.account)
-                let key = record.account.storageKey
-                let update: [String: Any] = [kSecValueData as String: secret, kSecAttrGeneric as String: identity]
-                let updated = SecItemUpdate(itemQuery(account: key) as CFDictionary, update as CFDictionary)
-                guard updated == errSecItemNotFound else {
-                    try Self.check(updated, action: "updating the record \(key)")
-                    return
+    /// The record stored for `account`, or `nil` when there is none.
+    ///
+    /// With `requireUserPresence`, this is the call that asks the user.
+    ///
+    /// - Parameter account: The account to look up.
+    /// - Returns: The record, or `nil`.
+    /// - Throws: ``SessionError`` `corruptCredentials` (the item fails its checks; it is left in place, and
+    ///   ``delete(for:)`` removes it), `userCancelled` (the prompt was dismissed or failed), `storeUnavailable`,
+    ///   `storageFailure`.
+    public func load(for account: Account) async throws -> CredentialRecord? {
+        try await queue.run { [self] () throws -> CredentialRecord? in
+            let key = account.storageKey
+            for _ in 0..<Self.attempts {
+                guard let newest = try items(of: key).max(by: { $0.name.generation < $1.name.generation }) else {
+                    return nil
                 }
-                var attributes = itemQuery(account: key)
-                attributes[kSecValueData as String] = secret
-                attributes[kSecAttrGeneric as String] = identity
-                attributes[kSecAttrLabel as String] = "SessionKit credentials (\(service))"
-                if requiresUserPresence {
-                    attributes[kSecAttrAccessControl as String] = try accessControl()
-                } else {
-                    attributes[kSecAttrAccessible as String] = accessibility.attribute
-                }
-                try Self.check(SecItemAdd(attributes as CFDictionary, nil), action: "adding the record \(key)")
-            }
-        }
-
-        /// The record stored for `account`, or `nil` when there is none.
-        ///
-        /// - Parameter account: The account to look up.
-        /// - Returns: The record, or `nil`.
-        /// - Throws: ``SessionError`` `corruptCredentials` (the item fails its checks; it is left in place, and
-        ///   ``delete(for:)`` removes it), `userCancelled`, `storeUnavailable`, `storageFailure`.
-        public func load(for account: Account) async throws -> CredentialRecord? {
-            try await queue.run { [self] () throws -> CredentialRecord? in
-                let key = account.storageKey
-                var query = itemQuery(account: key)
-                query[kSecReturnData as String] = true
-                query[kSecMatchLimit as String] = kSecMatchLimitOne
-                var result: CFTypeRef?
-                let status = SecItemCopyMatching(query as CFDictionary, &result)
-                if status == errSecItemNotFound { return nil }
-                try Self.check(status, action: "reading the record \(key)")
-                guard var bytes = result as? Data else {
+                let (status, data) = calls.copyData(matching: query(account: newest.name.attribute))
+                // A save in another process replaced the item between the listing and the read: list again.
+                if status == .itemNotFound { continue }
+                try check(status, action: "reading the record \(key)")
+                guard var bytes = data else {
                     throw SessionError(.corruptCredentials, "the Keychain item \(key) holds no data")
                 }
                 defer { SecureWipe.wipe(&bytes) }
                 return try CredentialRecordCoding.decode(bytes, for: account, source: "\(key) of service \(service)")
             }
+            throw SessionError(.storageFailure, "the record \(key) kept changing while it was being read")
         }
+    }
 
-        /// Deletes the record of `account`; deleting a missing record succeeds.
-        ///
-        /// - Parameter account: The account whose record to delete.
-        /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
-        public func delete(for account: Account) async throws {
-            try await queue.run { [self] in
-                let key = account.storageKey
-                let status = SecItemDelete(itemQuery(account: key) as CFDictionary)
-                if status != errSecItemNotFound { try Self.check(status, action: "deleting the record \(key)") }
-            }
-        }
-
-        /// Deletes every item of this store's ``service``.
-        ///
-        /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
-        public func deleteAll() async throws {
-            try await queue.run { [self] in try deleteAllItems() }
-        }
-
-        /// The accounts of this store's ``service`` that have an item, read from the items' attributes only, so
-        /// listing never prompts for user presence.
-        ///
-        /// - Returns: The accounts, in no particular order.
-        /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
-        public func accounts() async throws -> [Account] {
-            try await queue.run { [self] in
-                var query = itemQuery(account: nil)
-                query[kSecReturnAttributes as String] = true
-                query[kSecMatchLimit as String] = kSecMatchLimitAll
-                var result: CFTypeRef?
-                let status = SecItemCopyMatching(query as CFDictionary, &result)
-                if status == errSecItemNotFound { return [] }
-                try Self.check(status, action: "listing the records")
-                let items = result as? [[String: Any]] ?? []
-                return items.compactMap { item -> Account? in
-                    guard let key = item[kSecAttrAccount as String] as? String,
-                        let expected = Account(storageKey: key)
-                    else { return nil }
-                    // The display name comes from the attribute; identity comes from the key.
-                    let stored = (item[kSecAttrGeneric as String] as? Data)
-                        .flatMap { try? JSONDecoder().decode(Account.self, from: $0) }
-                    return stored == expected ? stored : expected
-                }
-            }
-        }
-
-        /// Deletes every item of this store's ``service`` the first time it runs after the app is installed.
-        ///
-        /// The Keychain keeps items when an app is deleted, but the app's container (where `marker` lives) is
-        /// deleted with it. So when `marker` is missing, this is a fresh installation (or the first launch of a
-        /// version that adopted this call): the items are deleted, then `marker` is created. A purge that fails
-        /// leaves no marker, so the next launch tries again.
-        ///
-        /// - Parameter marker: A file in the app's container that only this call creates, such as
-        ///   `Application Support/SessionKit/keychain-installation-marker`.
-        /// - Returns: Whether items were purged (the marker was missing).
-        /// - Throws: ``SessionError`` `storeUnavailable` or `storageFailure` when the items cannot be deleted or
-        ///   the marker cannot be written.
-        /// - Important: Call it at launch before anything restores a session from this store.
-        @discardableResult
-        public func purgeItemsFromPreviousInstallation(marker: URL) async throws -> Bool {
-            try await queue.run { [self] in
-                guard !FileManager.default.fileExists(atPath: marker.path) else { return false }
-                try deleteAllItems()
-                do {
-                    try FileManager.default.createDirectory(
-                        at: marker.deletingLastPathComponent(),
-                        withIntermediateDirectories: true
-                    )
-                    try Data().write(to: marker, options: .atomic)
-                } catch {
-                    throw SessionError(
-                        .storageFailure,
-                        "deleted the previous installation's Keychain items but cannot write the marker "
-                            + "\(marker.path); they will be deleted again at next launch"
-                    )
-                }
-                return true
-            }
-        }
-
-        // MARK: - Keychain calls, on the queue
-
-        /// The attributes that identify this store's items: class, service, access group, keychain.
-        private func itemQuery(account: String?) -> [String: Any] {
-            var query: [String: Any] = [
-                kSecClass as String: kSecClassGenericPassword,
-                kSecAttrService as String: service,
-            ]
-            if let account { query[kSecAttrAccount as String] = account }
-            if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
-            if usesDataProtectionKeychain { query[kSecUseDataProtectionKeychain as String] = true }
-            return query
-        }
-
-        private func deleteAllItems() throws(SessionError) {
-            // One call deletes every match in the data protection keychain; the macOS login keychain may delete
-            // one match per call, so repeat until nothing is left (bounded, in case an item cannot be deleted).
-            for _ in 0..<10_000 {
-                let status = SecItemDelete(itemQuery(account: nil) as CFDictionary)
-                if status == errSecItemNotFound { return }
-                try Self.check(status, action: "deleting the records of service \(service)")
-            }
-            throw SessionError(
-                .storageFailure, "the Keychain kept reporting items of service \(service) after deleting")
-        }
-
-        private func accessControl() throws(SessionError) -> SecAccessControl {
-            var error: Unmanaged<CFError>?
-            guard
-                let control = SecAccessControlCreateWithFlags(
-                    nil,
-                    accessibility.attribute,
-                    .userPresence,
-                    &error
-                )
-            else {
-                let reason = error.map { CFErrorCopyDescription($0.takeRetainedValue()) as String } ?? "unknown reason"
-                throw SessionError(.storageFailure, "cannot create the Keychain access control: \(reason)")
-            }
-            return control
-        }
-
-        private static func encodeAccount(_ account: Account) throws(SessionError) -> Data {
-            do {
-                return try JSONEncoder().encode(account)
-            } catch {
-                throw SessionError(.storageFailure, "cannot encode the account \(account.storageKey)")
-            }
-        }
-
-        /// Maps an `OSStatus` to a ``SessionError``; Keychain messages name the failure, never a secret.
-        private static func check(_ status: OSStatus, action: String) throws(SessionError) {
-            guard status != errSecSuccess else { return }
-            let reason = (SecCopyErrorMessageString(status, nil) as String?) ?? "no description"
-            let detail = "\(action): \(reason) (OSStatus \(status))"
-            switch status {
-            case errSecUserCanceled:
-                throw SessionError(.userCancelled, "the user cancelled the Keychain prompt while \(detail)")
-            case errSecInteractionNotAllowed:
-                throw SessionError(.storeUnavailable, "the Keychain is not available (device locked?) while \(detail)")
-            case errSecMissingEntitlement:
-                throw SessionError(
-                    .storeUnavailable,
-                    "the app lacks the keychain-access-groups entitlement the data protection keychain needs while "
-                        + detail
-                )
-            case errSecNotAvailable:
-                throw SessionError(.storeUnavailable, "no keychain is available while \(detail)")
-            default:
-                throw SessionError(.storageFailure, "the Keychain failed while \(detail)")
+    /// Deletes the record of `account`; deleting a missing record succeeds.
+    ///
+    /// - Parameter account: The account whose record to delete.
+    /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
+    public func delete(for account: Account) async throws {
+        try await queue.run { [self] in
+            let key = account.storageKey
+            for item in try items(of: key) {
+                let status = calls.delete(matching: query(account: item.name.attribute))
+                if status != .itemNotFound { try check(status, action: "deleting the record \(key)") }
             }
         }
     }
-#endif
+
+    /// Deletes every item of this store's ``service``.
+    ///
+    /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
+    public func deleteAll() async throws {
+        try await queue.run { [self] in try deleteAllItems() }
+    }
+
+    /// The accounts of this store's ``service`` that have an item, read from the items' attributes only, so
+    /// listing never prompts for user presence.
+    ///
+    /// - Returns: The accounts, in no particular order.
+    /// - Throws: ``SessionError`` `storeUnavailable`, `storageFailure`.
+    public func accounts() async throws -> [Account] {
+        try await queue.run { [self] in
+            var newest: [String: StoredItem] = [:]
+            for item in try allItems() where item.name.generation >= (newest[item.name.key]?.name.generation ?? 0) {
+                newest[item.name.key] = item
+            }
+            return newest.values.compactMap { item -> Account? in
+                guard let expected = Account(storageKey: item.name.key) else { return nil }
+                // The display name comes from the attribute; identity comes from the key.
+                let stored = item.generic.flatMap { try? JSONDecoder().decode(Account.self, from: $0) }
+                return stored == expected ? stored : expected
+            }
+        }
+    }
+
+    /// Deletes every item of this store's ``service`` the first time it runs after the app is installed.
+    ///
+    /// The Keychain keeps items when an app is deleted, but the app's container (where `marker` lives) is
+    /// deleted with it. So when `marker` is missing, this is a fresh installation (or the first launch of a
+    /// version that adopted this call): the items are deleted, then `marker` is created. A purge that fails
+    /// leaves no marker, so the next launch tries again.
+    ///
+    /// - Parameter marker: A file in the app's container that only this call creates, such as
+    ///   `Application Support/SessionKit/keychain-installation-marker`.
+    /// - Returns: Whether items were purged (the marker was missing).
+    /// - Throws: ``SessionError`` `storeUnavailable` or `storageFailure` when the items cannot be deleted or
+    ///   the marker cannot be written.
+    /// - Important: Call it at launch before anything restores a session from this store.
+    @discardableResult
+    public func purgeItemsFromPreviousInstallation(marker: URL) async throws -> Bool {
+        try await queue.run { [self] in
+            guard !FileManager.default.fileExists(atPath: marker.path) else { return false }
+            try deleteAllItems()
+            do {
+                try FileManager.default.createDirectory(
+                    at: marker.deletingLastPathComponent(),
+                    withIntermediateDirectories: true
+                )
+                try Data().write(to: marker, options: .atomic)
+            } catch {
+                throw SessionError(
+                    .storageFailure,
+                    "deleted the previous installation's Keychain items but cannot write the marker "
+                        + "\(marker.path); they will be deleted again at next launch"
+                )
+            }
+            return true
+        }
+    }
+
+    // MARK: - Keychain calls, on the queue
+
+    /// An item's `kSecAttrAccount`: the account's storage key, then `.` and the generation. A key alone
+    /// (generation 0) is an item written before generations.
+    struct ItemName: Hashable {
+        var key: String
+        var generation: UInt64
+
+        init(key: String, generation: UInt64) {
+            self.key = key
+            self.generation = generation
+        }
+
+        /// The largest generation read as one of ours, far below overflow: an item named with a larger one
+        /// (planted, or damaged) is not this store's, so the next generation always fits.
+        static let maximumGeneration: UInt64 = 1 << 62
+
+        /// Parses an attribute in its one canonical spelling; storage keys are base64url, so they have no `.`.
+        init?(attribute: String) {
+            guard let dot = attribute.lastIndex(of: ".") else {
+                self.init(key: attribute, generation: 0)
+                return
+            }
+            let digits = attribute[attribute.index(after: dot)...]
+            guard let generation = UInt64(digits), generation > 0, generation <= Self.maximumGeneration,
+                String(generation) == digits
+            else { return nil }
+            self.init(key: String(attribute[..<dot]), generation: generation)
+        }
+
+        var attribute: String { generation == 0 ? key : "\(key).\(generation)" }
+    }
+
+    private struct StoredItem {
+        var name: ItemName
+        var generic: Data?
+    }
+
+    /// The query for this store's items: its service and access group, in the keychain it uses.
+    private func query(account: String?) -> KeychainQuery {
+        KeychainQuery(
+            service: service, account: account, accessGroup: accessGroup,
+            usesDataProtectionKeychain: usesDataProtectionKeychain
+        )
+    }
+
+    /// Every item of the service, from an attributes-only query, which never asks for user presence.
+    private func allItems() throws(SessionError) -> [StoredItem] {
+        let (status, items) = calls.copyAttributes(matching: query(account: nil))
+        if status == .itemNotFound { return [] }
+        try check(status, action: "listing the records")
+        return items.compactMap { item in
+            ItemName(attribute: item.account).map { StoredItem(name: $0, generic: item.generic) }
+        }
+    }
+
+    /// The items of the account whose storage key is `key`, every generation.
+    private func items(of key: String) throws(SessionError) -> [StoredItem] {
+        try allItems().filter { $0.name.key == key }
+    }
+
+    private func deleteAllItems() throws(SessionError) {
+        // One call deletes every match in the data protection keychain; the macOS login keychain may delete
+        // one match per call, so repeat until nothing is left (bounded, in case an item cannot be deleted).
+        for _ in 0..<10_000 {
+            let status = calls.delete(matching: query(account: nil))
+            if status == .itemNotFound { return }
+            try check(status, action: "deleting the records of service \(service)")
+        }
+        throw SessionError(
+            .storageFailure, "the Keychain kept reporting items of service \(service) after deleting")
+    }
+
+    private static func encodeAccount(_ account: Account) throws(SessionError) -> Data {
+        do {
+            return try JSONEncoder().encode(account)
+        } catch {
+            throw SessionError(.storageFailure, "cannot encode the account \(account.storageKey)")
+        }
+    }
+
+    /// Throws the ``SessionError`` that `status` means; Keychain messages name the failure, never a secret.
+    private func check(_ status: KeychainStatus, action: String) throws(SessionError) {
+        if let error = Self.error(for: status, action: action, reason: calls.message(for: status)) { throw error }
+    }
+
+    /// The ``SessionError`` an `OSStatus` means, or `nil` for `errSecSuccess`.
+    ///
+    /// - Parameters:
+    ///   - status: What the Keychain answered.
+    ///   - action: What the store was doing, for the message.
+    ///   - reason: The system's description of `status`, if any.
+    /// - Returns: The error, whose message names the action and the status and never a secret.
+    package static func error(for status: KeychainStatus, action: String, reason: String?) -> SessionError? {
+        let detail = "\(action): \(reason ?? "no description") (\(status))"
+        switch status {
+        case .success:
+            return nil
+        case .userCanceled:
+            return SessionError(.userCancelled, "the user cancelled the Keychain prompt while \(detail)")
+        case .authFailed:
+            // The user did not pass Face ID, Touch ID or the passcode: asking again may succeed.
+            return SessionError(
+                .userCancelled, "the user did not pass the Keychain's user-presence check while \(detail)")
+        case .interactionNotAllowed:
+            return SessionError(
+                .storeUnavailable,
+                "the Keychain cannot be used now (device locked, or no prompt can be shown) while \(detail)"
+            )
+        case .missingEntitlement:
+            return SessionError(
+                .storeUnavailable,
+                "the app lacks the keychain-access-groups entitlement for the data protection keychain or the "
+                    + "access group while \(detail)"
+            )
+        case .notAvailable:
+            return SessionError(.storeUnavailable, "no keychain is available while \(detail)")
+        case .itemNotFound:
+            return SessionError(.storageFailure, "the Keychain item is missing while \(detail)")
+        case .duplicateItem:
+            return SessionError(.storageFailure, "the Keychain item already exists while \(detail)")
+        default:
+            return SessionError(.storageFailure, "the Keychain failed while \(detail)")
+        }
+    }
+}

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Exchanges a refresh token for new tokens (RFC 6749 §6): what a session calls when its access token
 /// expires or is rejected.
@@ -96,7 +95,7 @@ actor TokenRefresher {
     nonisolated let jitterOffset: Duration
     /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
     private nonisolated let current = Lock<Flight?>(nil)
-    private nonisolated let ended = Atomic<Bool>(false)
+    private nonisolated let ended = Lock<Bool>(false)
     private var history: [ContinuousClock.Instant] = []
 
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
@@ -111,7 +110,7 @@ actor TokenRefresher {
     nonisolated func sessionEnded(
         with error: SessionError = SessionError(.sessionEnded, "the session ended while a refresh was in flight")
     ) {
-        ended.store(true, ordering: .sequentiallyConsistent)
+        ended.withLock { $0 = true }
         let flight = current.withLock { flight -> Flight? in
             defer { flight = nil }
             return flight
@@ -188,7 +187,7 @@ actor TokenRefresher {
     }
 
     private func refresh(_ session: UserSession, rejected: String?, force: Bool = false) async throws -> String {
-        guard !ended.load(ordering: .sequentiallyConsistent), let tokens = session.tokens else {
+        guard !ended.withLock({ $0 }), let tokens = session.tokens else {
             throw SessionError.ended
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
@@ -244,7 +243,7 @@ actor TokenRefresher {
             inFlight = flight
             return flight
         }
-        if ended.load(ordering: .sequentiallyConsistent) { sessionEnded() }
+        if ended.withLock({ $0 }) { sessionEnded() }
         return try await wait(for: flight, session: session)
     }
 

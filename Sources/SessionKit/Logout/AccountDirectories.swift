@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where a manager keeps each account's files, and the one outbox of each account.
 ///

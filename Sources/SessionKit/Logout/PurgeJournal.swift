@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Records the intent to purge an account before the purge starts, so a purge that a crash or a kill
 /// interrupted is finished at next launch, before anything authenticates.

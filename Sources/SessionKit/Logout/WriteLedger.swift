@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What a write in flight at sign-out does: a policy chosen per kind of write.
 public enum WritePolicy: Sendable, Hashable {

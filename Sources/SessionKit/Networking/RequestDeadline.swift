@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A wall-clock deadline on one HTTP exchange, enforced by SessionKit rather than left to `URLSession`.
 ///
@@ -30,14 +29,18 @@ final class RequestDeadline: Sendable {
         // still forgotten, in `deinit`.
         let flag = Flag()
         id = DeadlineTicker.shared.add(deadline) {
-            guard !flag.value.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            let alreadyFired = flag.value.withLock { fired in
+                defer { fired = true }
+                return fired
+            }
+            guard !alreadyFired else { return }
             expire()
         }
         self.flag = flag
     }
 
     /// Whether the deadline passed before ``cancel()``, and the exchange was cancelled for it.
-    var hasExpired: Bool { flag.value.load(ordering: .acquiring) }
+    var hasExpired: Bool { flag.value.withLock { $0 } }
 
     /// Stops the deadline; `expire` will not run if it has not already. Idempotent.
     func cancel() {
@@ -50,7 +53,7 @@ final class RequestDeadline: Sendable {
 
     /// Whether the deadline fired, shared with the ticker's thread.
     private final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
+        let value = Lock<Bool>(false)
     }
 }
 

@@ -9,20 +9,9 @@ extension Account {
     ///
     /// - Parameter storageKey: A key as ``storageKey`` produces it.
     init?(storageKey: String) {
-        guard !storageKey.isEmpty,
-            storageKey.utf8.allSatisfy({ byte in
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                    return true
-                default:
-                    return false
-                }
-            })
-        else { return nil }
-        var base64 = storageKey.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        guard let bytes = Data(base64Encoded: base64), let separator = bytes.firstIndex(of: 0),
+        // Base64URL refuses every character outside its alphabet, and the round trip below any non-canonical
+        // spelling (padding, stray bits).
+        guard !storageKey.isEmpty, let bytes = Base64URL.decode(storageKey), let separator = bytes.firstIndex(of: 0),
             let issuer = String(bytes: bytes[..<separator], encoding: .utf8),
             let subject = String(bytes: bytes[(separator + 1)...], encoding: .utf8)
         else { return nil }

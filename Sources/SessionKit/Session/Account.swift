@@ -29,13 +29,7 @@ public struct Account: Hashable, Sendable, Codable, CustomStringConvertible {
     /// It is the base64url encoding (RFC 4648 §5, no padding) of `issuer`, a NUL byte and `subject`, so
     /// two different accounts never share a key and the key reveals nothing a file listing should not.
     public var storageKey: String {
-        var bytes = Data(issuer.utf8)
-        bytes.append(0)
-        bytes.append(contentsOf: Data(subject.utf8))
-        return bytes.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(Array(issuer.utf8) + [0] + Array(subject.utf8))
     }
 
     /// The display name and issuer.

@@ -1,6 +1,5 @@
 import Foundation
 import Observation
-import Synchronization
 
 /// The one coordinator the app owns: it signs in, restores at launch, signs out in order, switches accounts,
 /// lists the live sessions and publishes the state.

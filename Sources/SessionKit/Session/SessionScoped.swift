@@ -1,5 +1,4 @@
 import Observation
-import Synchronization
 
 /// State that belongs to the current session — a screen's data, a store's contents — and accepts writes only
 /// from that session while it is active.

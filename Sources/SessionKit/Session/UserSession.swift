@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -21,14 +20,18 @@ import Synchronization
 public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
     /// A session's identity, unique per sign-in within the process.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
-        private static let counter = Atomic<UInt64>(0)
+        private static let counter = Lock<UInt64>(0)
 
         /// The sign-in's number: it increases within the process and is never reused, so two sign-ins of the
         /// same account always differ.
         public let rawValue: UInt64
 
         fileprivate static func next() -> ID {
-            ID(rawValue: counter.wrappingAdd(1, ordering: .relaxed).newValue)
+            ID(
+                rawValue: counter.withLock { count in
+                    count &+= 1
+                    return count
+                })
         }
 
         /// `session-<n>`.

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Runs async operations one after another, in the order they were enqueued.
 ///
 /// Enqueueing is synchronous, so a caller can decide under its own lock whether an operation is admitted and

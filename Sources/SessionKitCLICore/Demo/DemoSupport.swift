@@ -1,7 +1,6 @@
 import Foundation
 import SessionKit
 import SessionKitTesting
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

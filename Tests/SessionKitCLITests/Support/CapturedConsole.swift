@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 @testable import SessionKitCLICore
 
