@@ -72,8 +72,10 @@ import Testing
                     revocationEndpoint: provider.appendingPathComponent("revoke"),
                     authorizationEndpoint: provider.appendingPathComponent("authorize"),
                     clientID: "my-app"))
-            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
-            await manager.restore()  // at launch: finishes an interrupted sign-out, then restores stored accounts
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            // At launch: finishes an interrupted sign-out, then restores the stored accounts.
+            await manager.restore()
             // sample-end: getting-started-setup
             #expect(manager.state == .signedOut)
 
@@ -93,9 +95,10 @@ import Testing
             // sample-begin: getting-started-request
             let profile = SessionScoped<Data?>(empty: nil)
             manager.register(profile)
-            let (data, response) = try await session.data(for: URLRequest(url: api.appendingPathComponent("me")))
+            let request = URLRequest(url: api.appendingPathComponent("me"))
+            let (data, response) = try await session.data(for: request)
             if response.statusCode == 200 {
-                profile.commit(data, from: session)  // refused if the session ended while the request ran
+                profile.commit(data, from: session)  // refused if the session ended meanwhile
             }
             // sample-end: getting-started-request
             #expect(profile.value.map { String(decoding: $0, as: UTF8.self) } == #"{"user":"alice"}"#)
@@ -124,10 +127,12 @@ import Testing
             let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
             let profile = SessionScoped<String>(empty: "")
             manager.register(profile)
-            let session = try await manager.signIn(alice, tokens: TokenSet(accessToken: "token-alice"))
+            let session = try await manager.signIn(
+                alice, tokens: TokenSet(accessToken: "token-alice"))
             let load = Task {
                 let (data, _) = try await session.data(for: URLRequest(url: server.url("/me")))
-                profile.commit(String(decoding: data, as: UTF8.self), from: session)  // refused if the session ended
+                // Refused if the session ended meanwhile:
+                profile.commit(String(decoding: data, as: UTF8.self), from: session)
             }
 
             await gate.waitForArrivals(1)  // the request is on the server now
@@ -150,14 +155,15 @@ import Testing
                 account: Account(issuer: mock.issuer, subject: "alice"),
                 tokens: try mock.issueTokens(for: "alice"),
                 tokenEndpoint: mock.makeClient())
-            mock.invalidateAccessTokens(for: "alice")  // the resource now answers 401 to alice's token
+            mock.invalidateAccessTokens(for: "alice")  // the resource now answers 401
 
             async let first = session.data(for: URLRequest(url: mock.userInfoEndpoint))
             async let second = session.data(for: URLRequest(url: mock.userInfoEndpoint))
             let (a, b) = try await (first, second)
 
             #expect(a.1.statusCode == 200 && b.1.statusCode == 200)
-            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)  // one refresh, however they interleave
+            // One refresh, however the two requests interleave:
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
             session.end()
             // sample-end: testing-mock-refresh
         }
@@ -170,13 +176,16 @@ import Testing
             let clock = ManualClock()
             let session = UserSession(
                 account: Account(issuer: mock.issuer, subject: "alice"),
-                tokens: try mock.issueTokens(for: "alice", clock: clock),  // expires in one hour on `clock`
+                // Expires in one hour on `clock`:
+                tokens: try mock.issueTokens(for: "alice", clock: clock),
                 configuration: .init(clock: clock),
                 tokenEndpoint: mock.makeClient(clock: clock))
-            clock.advance(by: .seconds(3600 - 30))  // inside the refresh leeway (60 s, plus up to 15 s of jitter)
+            // Inside the refresh leeway (60 s, plus up to 15 s of jitter):
+            clock.advance(by: .seconds(3600 - 30))
 
             _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
-            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)  // refreshed before sending: no 401 needed
+            // Refreshed before sending: no 401 needed.
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
             #expect(mock.requests.filter { $0.path == "/api/me" }.count == 1)
             session.end()
             // sample-end: testing-manual-clock
