@@ -334,6 +334,32 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
+    /// Replaces the session's tokens with those another process stored, in one step that first checks the session
+    /// is still active; writes nothing (they are the stored record already).
+    ///
+    /// - Parameter tokens: The tokens read from the store.
+    /// - Returns: `.ended` when the session ended (the tokens are dropped), else the access token.
+    func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
+        lifetime.withLock { lifetime -> RefreshCommit in
+            guard lifetime.isActive else { return .ended }
+            lifetime.tokens = tokens
+            return .committed(accessToken: tokens.accessToken, write: nil)
+        }
+    }
+
+    /// Ends the session because another process signed its account out: its record is gone from the shared store.
+    /// Writes nothing; the owner (the session manager) hears of it first and forgets the session.
+    func endSignedOutElsewhere() {
+        report(.signedOutElsewhere)
+        finish(refreshError: SessionError(.sessionEnded, "the account was signed out in another process"))
+    }
+
+    /// Whether records written for this session hold the access token: when the app asked for it, or when the
+    /// store is shared between processes (the others use the access token a refresh stored).
+    var storesAccessToken: Bool {
+        configuration.storesAccessToken || vault?.store.refreshLock != nil
+    }
+
     /// Sets the handler that hears about refreshes, rejections and storage failures (the session manager).
     ///
     /// - Parameter handler: The handler, called on an arbitrary thread.
@@ -358,15 +384,16 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     func record(for tokens: TokenSet, selectedAt: Date?) -> CredentialRecord {
         var expiry: Date?
-        if configuration.storesAccessToken, let lifetime = tokens.lifetime {
+        let storesAccessToken = storesAccessToken
+        if storesAccessToken, let lifetime = tokens.lifetime {
             expiry = tokens.receivedAt.addingTimeInterval(lifetime.timeInterval)
         }
         return CredentialRecord(
             account: account,
             refreshToken: tokens.refreshToken,
-            accessToken: configuration.storesAccessToken ? tokens.accessToken : nil,
+            accessToken: storesAccessToken ? tokens.accessToken : nil,
             accessTokenExpiresAt: expiry,
-            idToken: configuration.storesAccessToken ? tokens.idToken : nil,
+            idToken: storesAccessToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
             savedAt: configuration.clock.wallNow,
