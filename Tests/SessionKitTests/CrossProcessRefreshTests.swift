@@ -1,7 +1,8 @@
 import Foundation
-import SessionKit
 import SessionKitTesting
 import Testing
+
+@testable import SessionKit
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -59,6 +60,134 @@ import Testing
                 let stored = try #require(record?.refreshToken)
                 #expect(mock.isActive(token: stored), "the stored refresh token is not the live one")
             }
+        }
+    }
+
+    /// Two managers on one directory, as two processes are (each opens the store and the lock itself).
+    static func manager(_ mock: MockAuthorizationServer, directory: URL) throws -> SessionManager {
+        SessionManager(
+            configuration: .init(
+                store: try FileCredentialStore(directory: directory, coordinatingProcesses: true),
+                tokenEndpoint: mock.makeClient(), revoker: mock.makeClient()))
+    }
+
+    @Test func aSignOutInOneProcessEndsTheOthersSessionAtItsNextUseWithoutPresentingOrRestoringTheGrant()
+        async throws
+    {
+        try await TemporaryDirectory.with { root in
+            try await MockAuthorizationServer.withRunning { mock in
+                let directory = root.appendingPathComponent("credentials")
+                let account = try await Self.seed(mock, directory: directory)
+                let here = try Self.manager(mock, directory: directory)
+                let elsewhere = try Self.manager(mock, directory: directory)
+                await here.restore()
+                await elsewhere.restore()
+                let session = try #require(elsewhere.current)
+                _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
+
+                // When: one process signs alice out (revoking her grant, deleting the shared record).
+                await here.signOut()
+
+                // Then: the other's next request ends its session instead of presenting the revoked grant.
+                await #expect(throws: SessionError.self) {
+                    _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
+                }
+                #expect(!session.isActive)
+                #expect(elsewhere.current == nil)
+                #expect(elsewhere.sessions.isEmpty)
+                #expect(elsewhere.state == .signedOut)
+                #expect(mock.tokenRequestCount(grant: .refreshToken) == 0, "the revoked grant was presented")
+                #expect(try await FileCredentialStore(directory: directory).load(for: account) == nil)
+            }
+        }
+    }
+
+    @Test func aRefreshThatFindsTheRecordGoneEndsTheSessionAndWritesNothingBack() async throws {
+        try await TemporaryDirectory.with { root in
+            try await MockAuthorizationServer.withRunning { mock in
+                let directory = root.appendingPathComponent("credentials")
+                let account = try await Self.seed(mock, directory: directory)
+                let manager = try Self.manager(mock, directory: directory)
+                await manager.restore()
+                let session = try #require(manager.current)
+                // Another process's sign-out, reduced to what this one can see: the record is gone.
+                try await FileCredentialStore(directory: directory).delete(for: account)
+
+                await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+                #expect(!session.isActive)
+                #expect(manager.current == nil)
+                #expect(mock.tokenRequestCount(grant: .refreshToken) == 0)
+                #expect(try await FileCredentialStore(directory: directory).load(for: account) == nil)
+            }
+        }
+    }
+
+    @Test func aWaitingProcessUsesTheTokensAnotherStoredInsteadOfRefreshing() async throws {
+        try await TemporaryDirectory.with { root in
+            try await MockAuthorizationServer.withRunning { mock in
+                let directory = root.appendingPathComponent("credentials")
+                _ = try await Self.seed(mock, directory: directory)
+                let first = try Self.manager(mock, directory: directory)
+                let second = try Self.manager(mock, directory: directory)
+                await first.restore()
+                await second.restore()
+                let one = try #require(first.current)
+                let two = try #require(second.current)
+                mock.invalidateAccessTokens(for: "alice")
+
+                _ = try await one.data(for: URLRequest(url: mock.userInfoEndpoint))
+                _ = try await two.data(for: URLRequest(url: mock.userInfoEndpoint))
+
+                #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
+                #expect(mock.repeatedRefreshTokenCount == 0)
+                #expect(one.tokens?.accessToken == two.tokens?.accessToken)
+                #expect(one.tokens?.refreshToken == two.tokens?.refreshToken)
+            }
+        }
+    }
+}
+
+/// The lock itself: exclusion, its bound, descriptors a child process does not inherit, and bad paths.
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CrossProcessLockTests {
+    @Test func aSecondHolderWaitsAtMostTheTimeoutThenFailsWithRefreshTimedOut() async throws {
+        try await TemporaryDirectory.with { root in
+            let lock = CrossProcessLock(file: root.appendingPathComponent("refresh.lock"), timeout: .milliseconds(50))
+            let held = try await lock.acquire()
+            let error = await #expect(throws: SessionError.self) { _ = try await lock.acquire() }
+            #expect(error?.code == .refreshTimedOut)
+            held.release()
+            try await lock.withLock {}
+        }
+    }
+
+    @Test func aChildProcessStartedWhileTheLockIsHeldDoesNotKeepIt() async throws {
+        let sleep = try #require(ChildProcess.tool("sleep"))
+        try await TemporaryDirectory.with { root in
+            let lock = CrossProcessLock(file: root.appendingPathComponent("refresh.lock"), timeout: .milliseconds(50))
+            let held = try await lock.acquire()
+            let child = try ChildProcess(sleep, ["30"])
+            defer { _ = child.kill() }
+            held.release()
+            // With the descriptor inherited (no O_CLOEXEC), the child would hold the lock for 30 seconds.
+            try await lock.withLock {}
+        }
+    }
+
+    @Test(arguments: ["missing/refresh.lock", "directory", "link"])
+    func aLockFileThatCannotBeOpenedIsAStorageFailure(_ name: String) async throws {
+        try await TemporaryDirectory.with { root in
+            let file = root.appendingPathComponent(name)
+            if name == "directory" {
+                try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+            }
+            if name == "link" {
+                try FileManager.default.createSymbolicLink(
+                    at: file, withDestinationURL: root.appendingPathComponent("elsewhere"))
+            }
+            let error = await #expect(throws: SessionError.self) {
+                _ = try await CrossProcessLock(file: file, timeout: .milliseconds(50)).acquire()
+            }
+            #expect(error?.code == .storageFailure)
         }
     }
 }

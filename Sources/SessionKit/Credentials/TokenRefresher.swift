@@ -318,8 +318,15 @@ actor TokenRefresher {
             }
             presented = stored
         }
-        return await exchange(
+        let outcome = await exchange(
             endpoint: endpoint, refreshToken: presented, policy: policy, clock: clock, session: session)
+        // A rejected grant's record is deleted before the lock is released, so no other process presents it again.
+        if case .failure(let error as SessionError) = outcome, error.code == .refreshRejected,
+            (try? await store.load(for: session.account))?.refreshToken == presented
+        {
+            try? await store.delete(for: session.account)
+        }
+        return outcome
     }
 
     /// The tokens of a record another process stored, when it holds an access token with time left.
