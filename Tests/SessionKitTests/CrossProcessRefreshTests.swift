@@ -147,6 +147,41 @@ import Testing
     }
 }
 
+extension CrossProcessRefreshTests {
+    @Test func aSwitchNeverWritesBackARefreshTokenAnotherProcessRotated() async throws {
+        try await TemporaryDirectory.with { root in
+            try await MockAuthorizationServer.withRunning { mock in
+                let directory = root.appendingPathComponent("credentials")
+                let alice = try await Self.seed(mock, directory: directory)
+                try mock.addUser("bob")
+                let here = try Self.manager(mock, directory: directory)
+                let elsewhere = try Self.manager(mock, directory: directory)
+                await elsewhere.restore()
+                let stale = try #require(elsewhere.current)
+                _ = try await elsewhere.signIn(
+                    Account(issuer: mock.issuer, subject: "bob"), tokens: try mock.issueTokens(for: "bob"))
+                await here.restore()
+                // This process rotates alice's refresh token; the other still holds the old one in memory.
+                try await #require(here.sessions.first { $0.account == alice }).refreshTokens()
+
+                let store = try FileCredentialStore(directory: directory)
+                let before = try await store.load(for: alice)?.selectedAt
+                try await elsewhere.switchTo(stale)
+                // The switch stores the selection on its own; wait (bounded) until it has.
+                var record = try await store.load(for: alice)
+                let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+                while record?.selectedAt == before, ContinuousClock.now < deadline {
+                    await Task.yield()
+                    record = try await store.load(for: alice)
+                }
+                #expect(record?.selectedAt != before, "the switch stored no selection")
+                let stored = try #require(record?.refreshToken)
+                #expect(mock.isActive(token: stored), "the switch wrote back a retired refresh token")
+            }
+        }
+    }
+}
+
 /// The lock itself: exclusion, its bound, descriptors a child process does not inherit, and bad paths.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CrossProcessLockTests {
     @Test func aSecondHolderWaitsAtMostTheTimeoutThenFailsWithRefreshTimedOut() async throws {

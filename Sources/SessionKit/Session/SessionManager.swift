@@ -405,7 +405,7 @@ public final class SessionManager: Sendable, Observable {
         }
         guard live else { throw SessionError(.sessionEnded, "cannot switch to a session that is not live") }
         rebindContainers()
-        session.markSelected(at: configuration.sessionConfiguration.clock.wallNow)
+        session.markSwitchedTo(at: configuration.sessionConfiguration.clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.current) {}
         if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
         guard endingOthers else { return [] }

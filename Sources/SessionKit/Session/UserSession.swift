@@ -290,6 +290,46 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
+    /// Records that the session became the app's current one by a switch, and stores that with its record.
+    ///
+    /// With a store shared between processes the write holds the refresh lock and re-reads the record first: when
+    /// another process has rotated the tokens since this one read them, the record keeps that process's tokens and
+    /// only the selection changes, so a switch never writes back a refresh token the server has retired. A record
+    /// that is gone (signed out elsewhere) is not written back.
+    ///
+    /// - Parameter date: When.
+    /// - Returns: The pending store write, or `nil` when nothing is written.
+    @discardableResult
+    func markSwitchedTo(at date: Date) -> Task<(any Error)?, Never>? {
+        guard let vault, let lock = vault.store.refreshLock else { return markSelected(at: date) }
+        let admitted = lifetime.withLock { lifetime -> Bool in
+            guard lifetime.isActive, !lifetime.credentialWritesSealed, lifetime.tokens != nil else { return false }
+            lifetime.selectedAt = date
+            return true
+        }
+        guard admitted else { return nil }
+        let account = account
+        return Task {
+            // Without the lock (another process held it past the bound) the selection is not stored: it is not worth
+            // a write that could put back a retired token.
+            guard let held = try? await lock.acquire() else { return nil }
+            defer { held.release() }
+            guard let stored = try? await vault.store.load(for: account) else { return nil }
+            let write = lifetime.withLock { lifetime -> Task<(any Error)?, Never>? in
+                guard lifetime.isActive, !lifetime.credentialWritesSealed, let tokens = lifetime.tokens else {
+                    return nil
+                }
+                var record = record(for: tokens, selectedAt: date)
+                if stored.refreshToken != tokens.refreshToken {
+                    record = stored
+                    record.selectedAt = date
+                }
+                return vault.enqueueSave(record)
+            }
+            return await write?.value
+        }
+    }
+
     /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
     func restoreSelection(_ date: Date?) {
         lifetime.withLock { $0.selectedAt = date }
