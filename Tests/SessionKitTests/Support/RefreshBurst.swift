@@ -65,6 +65,9 @@ final class RefreshBurst: @unchecked Sendable {
         return burst
     }
 
+    /// Whether any child is still running.
+    var isRunning: Bool { children.contains { $0.process.isRunning } }
+
     /// Releases every child at once.
     func go() {
         for child in children { child.send("go") }
