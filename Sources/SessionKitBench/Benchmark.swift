@@ -18,7 +18,8 @@ enum Benchmarks {
     /// the runs that create thousands of sessions and connections, and last the 10,000-cycle churn.
     static let all: [Benchmark] =
         RequestBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all + SessionBenchmarks.all
-        + CoalesceBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all + ChurnBenchmarks.all
+        + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all
+        + ChurnBenchmarks.all
 
     /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
     static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {

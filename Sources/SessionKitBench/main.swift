@@ -4,6 +4,11 @@ import Foundation
 ///
 ///     swift run -c release sessionkit-bench [--json] [--only <prefix>]
 
+if CommandLine.arguments.dropFirst().first == CrossProcessBenchmarks.childArgument {
+    signal(SIGPIPE, SIG_IGN)
+    exit(await CrossProcessBenchmarks.runChild(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 let arguments: BenchArguments
 do {
     arguments = try BenchArguments.parse(Array(CommandLine.arguments.dropFirst()))

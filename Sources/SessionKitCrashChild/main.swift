@@ -21,6 +21,12 @@
 //       that answers after <revocation-µs> microseconds (0: never, so revocation hangs until the server timeout).
 //       Prints `begin sign-out` once `current` is no longer alice (the intent is durable from that instant on) and
 //       `end sign-out` when sign-out returns, then waits to be killed.
+//   SessionKitCrashChild refresh-burst <credentials-directory> <token-endpoint> <client-id> <resource-url> <requests>
+//       Restores through a SessionManager over a FileCredentialStore opened with `coordinatingProcesses` in
+//       <credentials-directory>, refreshing through an OAuthClient of <token-endpoint> and <client-id>, prints
+//       `ready`, waits for a line `go` on stdin (the parent's barrier), then sends <requests> concurrent GETs of
+//       <resource-url> and prints `done <succeeded> <failed>` (and `failed <code>` once per failure before it),
+//       then exits. No token crosses the pipe.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 import Foundation
@@ -246,6 +252,39 @@ func signOut(root: String, withData: Bool, revocationDelay: UInt64) async {
     }
 }
 
+func refreshBurst(directory: String, tokenEndpoint: URL, clientID: String, resource: URL, requests: Int) async {
+    do {
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory), coordinatingProcesses: true)
+        let client = OAuthClient(configuration: .init(tokenEndpoint: tokenEndpoint, clientID: clientID))
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: client))
+        await manager.restore()
+        guard let session = manager.current else { fail("nothing to restore in \(directory)") }
+        emit("ready")
+        guard readLine() == "go" else { fail("the parent did not say go") }
+        let codes = await withTaskGroup(of: String?.self) { group in
+            for _ in 0..<requests {
+                group.addTask {
+                    do {
+                        let (_, response) = try await session.data(for: URLRequest(url: resource))
+                        return response.statusCode == 200 ? nil : "status-\(response.statusCode)"
+                    } catch let error as SessionError {
+                        return "\(error.code)"
+                    } catch {
+                        return "\(type(of: error))"
+                    }
+                }
+            }
+            var codes: [String] = []
+            for await code in group { if let code { codes.append(code) } }
+            return codes
+        }
+        for code in codes { emit("failed \(code)") }
+        emit("done \(requests - codes.count) \(codes.count)")
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -258,10 +297,21 @@ case ("sign-out", 4):
         fail("usage: SessionKitCrashChild sign-out <root> <with-data|without-data> <revocation-µs>")
     }
     await signOut(root: arguments[1], withData: arguments[2] == "with-data", revocationDelay: delay)
+case ("refresh-burst", 6):
+    guard let tokenEndpoint = URL(string: arguments[2]), let resource = URL(string: arguments[4]),
+        let requests = Int(arguments[5]), requests > 0
+    else {
+        fail("usage: SessionKitCrashChild refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests>")
+    }
+    await refreshBurst(
+        directory: arguments[1], tokenEndpoint: tokenEndpoint, clientID: arguments[3], resource: resource,
+        requests: requests)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
     fail(
         "usage: SessionKitCrashChild save-loop <directory> | lifecycle <root> <seed> | "
-            + "sign-out <root> <with-data|without-data> <revocation-µs> | secret-service-check <service>")
+            + "sign-out <root> <with-data|without-data> <revocation-µs> | "
+            + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
+            + "secret-service-check <service>")
 }

@@ -192,6 +192,52 @@ struct AuthorizationServerIntegrationTests {
         }
     }
 
+    /// Issue 17 against this server: four processes on one store, each firing 16 requests that all get 401, with
+    /// rotation and reuse protection on. Exactly one refresh reaches the server, no refresh token is presented twice,
+    /// and every request succeeds.
+    @Test func fourProcessesOnOneStoreMakeOneRefreshWithReuseProtection() async throws {
+        let executable = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
+        try await Fixture.withPrivateServer(settings: [
+            "ROTATE_REFRESH_TOKEN": "True", "REFRESH_TOKEN_REUSE_PROTECTION": "True",
+        ]) { server in
+            try await TemporaryDirectory.with { root in
+                let user = try await server.createUser()
+                let oauth = Self.client(server)
+                let directory = root.appendingPathComponent("credentials")
+                let store = try FileCredentialStore(directory: directory, coordinatingProcesses: true)
+                let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
+                let session = try await manager.signIn(Self.account(server, user)) {
+                    try await oauth.password(username: user.username, password: user.password)
+                }
+                let expired = try #require(session.tokens?.accessToken)
+                try await server.expireAccessToken(expired)
+                session.end()
+
+                let burst = try await RefreshBurst.start(
+                    executable, count: 4, directory: directory, tokenEndpoint: server.url("/o/token/"),
+                    clientID: Fixture.passwordClientID, resource: server.url("/api/me"), requests: 16)
+                burst.go()
+                let outcomes = await burst.outcomes()
+
+                for (index, outcome) in outcomes.enumerated() {
+                    #expect(outcome.status == 0, "child \(index) exited with \(outcome.status)")
+                    #expect(outcome.done?.succeeded == 16, "child \(index): \(outcome.lines)")
+                }
+                let log = try await server.log(username: user.username)
+                let refreshes = log.filter { $0.grantType == "refresh_token" }
+                #expect(refreshes.count == 1)
+                let presented = refreshes.compactMap(\.refreshToken)
+                #expect(Set(presented).count == presented.count, "a refresh token was presented twice")
+                // Every request was sent first with the expired token (the server no longer knows whose it is once
+                // the refresh has replaced it, so these are found by the token, not the user).
+                let rejected = try await server.log().filter { $0.path == "/api/me" && $0.bearerToken == expired }
+                #expect(rejected.count == 64 && rejected.allSatisfy { $0.status == 401 }, "all 64 got 401 first")
+                let stored = try #require(try await store.load(for: Self.account(server, user))?.refreshToken)
+                #expect(try await server.refresh(stored).status == 200, "the stored refresh token is not usable")
+            }
+        }
+    }
+
     /// OWASP MASTG's logout test: after sign-out with revocation, the old access token and the old refresh
     /// token are both rejected by the server.
     @Test func signOutRevokesBothTokensAtTheServer() async throws {

@@ -39,6 +39,20 @@ public protocol CredentialStore: Sendable {
     /// - Returns: The accounts, in no particular order.
     /// - Throws: ``SessionError`` (`storageFailure`, `storeUnavailable`).
     func accounts() async throws -> [Account]
+
+    /// The lock that makes a refresh of one account single-flight across the processes sharing this store, or `nil`
+    /// when only one process uses it (the default).
+    ///
+    /// With a lock, a session holds it around "re-read the stored record, refresh if it still needs it, store", and
+    /// uses the tokens another process stored meanwhile instead of refreshing; a record that is gone means the
+    /// account was signed out elsewhere, and the session ends. Sharing the access token between processes means
+    /// storing it: with a lock, refreshed records hold the access token and its expiry too.
+    var refreshLock: CrossProcessLock? { get }
+}
+
+extension CredentialStore {
+    /// No lock: the store is used by one process.
+    public var refreshLock: CrossProcessLock? { nil }
 }
 
 /// A credential store that keeps its records in a directory of its own.

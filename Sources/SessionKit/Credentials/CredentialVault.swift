@@ -76,12 +76,25 @@ package final class CredentialVault: Sendable {
         let store = self.store
         return enqueue(on: account) {
             do {
-                try await store.delete(for: account)
+                try await Self.holdingRefreshLock(of: store) { try await store.delete(for: account) }
                 return nil
             } catch {
                 return error
             }
         }
+    }
+
+    /// Runs a deletion holding the store's refresh lock, if it has one, so that no other process's refresh is
+    /// between re-reading the record and storing its result: after the deletion, every refresh finds the record
+    /// gone and writes nothing. A lock that cannot be had within its timeout does not stop the deletion: local
+    /// sign-out always completes.
+    private static func holdingRefreshLock(
+        of store: any CredentialStore, _ deletion: () async throws -> Void
+    ) async throws {
+        guard let lock = store.refreshLock else { return try await deletion() }
+        let held = try? await lock.acquire()
+        defer { held?.release() }
+        try await deletion()
     }
 
     /// Enqueues the deletion of `account`'s record if, when its turn comes, the record still holds
@@ -100,10 +113,12 @@ package final class CredentialVault: Sendable {
         return enqueue(on: account) {
             do {
                 // Only a record proven to hold the dead token is deleted; none, or another token, is left alone.
-                guard let record = try await store.load(for: account), record.refreshToken == refreshToken else {
-                    return nil
+                try await Self.holdingRefreshLock(of: store) {
+                    guard let record = try await store.load(for: account), record.refreshToken == refreshToken else {
+                        return
+                    }
+                    try await store.delete(for: account)
                 }
-                try await store.delete(for: account)
                 return nil
             } catch {
                 return error

@@ -30,10 +30,18 @@ import Foundation
 ///
 /// - Important: Operations on one store run one at a time, in the order they were called, on a queue of
 ///   their own (never on the cooperative thread pool). Two stores, or two processes, on the same directory
-///   are not serialized with each other; each save is still atomic, and the last rename wins.
+///   are not serialized with each other; each save is still atomic, and the last rename wins. Processes that
+///   share the directory and refresh the same accounts open it with `coordinatingProcesses: true`: their
+///   refreshes of an account are then single-flight between them, through the lock file `.refresh.lock` in the
+///   directory (see ``CrossProcessLock``).
 public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// The directory holding the records.
     public let directory: URL
+    /// The lock file `.refresh.lock` in ``directory`` when the store was opened with `coordinatingProcesses`,
+    /// else `nil`.
+    public let refreshLock: CrossProcessLock?
+    /// The name of the lock file in the directory.
+    public static let lockFileName = ".refresh.lock"
 
     /// The longest storage key that still leaves room in a 255-byte file name for the temporary and
     /// moved-aside suffixes.
@@ -46,14 +54,23 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
 
     /// Opens the store in `directory`, creating the directory with mode `0700` if it does not exist.
     ///
-    /// - Parameter directory: A directory only this user can read, such as
-    ///   `~/.local/state/<app>/credentials`; it is created, and an existing one with wider permissions is
-    ///   tightened to `0700`.
+    /// - Parameters:
+    ///   - directory: A directory only this user can read, such as `~/.local/state/<app>/credentials`; it is
+    ///     created, and an existing one with wider permissions is tightened to `0700`.
+    ///   - coordinatingProcesses: Whether other processes use the directory too (an app and its extensions,
+    ///     several copies of a tool, a server's workers): each account's refresh is then single-flight across
+    ///     them, through the lock file ``lockFileName`` in the directory, and refreshed records hold the access
+    ///     token too, so the others can use it. Every process must pass the same value.
+    ///   - lockTimeout: The bound on a wait for the lock (``CrossProcessLock/timeout``).
     /// - Throws: ``SessionError`` `storageFailure` when the directory cannot be created, is not a directory,
     ///   belongs to another user, cannot be made private, or is not writable.
-    public init(directory: URL) throws {
+    public init(directory: URL, coordinatingProcesses: Bool = false, lockTimeout: Duration = .seconds(30)) throws {
         self.directory = directory.standardizedFileURL
         self.path = self.directory.path
+        self.refreshLock =
+            coordinatingProcesses
+            ? CrossProcessLock(file: self.directory.appendingPathComponent(Self.lockFileName), timeout: lockTimeout)
+            : nil
         try Self.prepareDirectory(path)
     }
 

@@ -2,9 +2,16 @@
 /// not persist credentials at all.
 public final class InMemoryCredentialStore: CredentialStore {
     private let records = Lock<[Account: CredentialRecord]>([:])
+    /// The lock that coordinates the refreshes of the session managers sharing this store, if any.
+    public let refreshLock: CrossProcessLock?
 
     /// Creates an empty store.
-    public init() {}
+    ///
+    /// - Parameter refreshLock: A lock for several ``SessionManager``s of one process sharing this store, so that
+    ///   they refresh an account once between them; `nil` (the default) for one manager.
+    public init(refreshLock: CrossProcessLock? = nil) {
+        self.refreshLock = refreshLock
+    }
 
     /// Replaces the record of `record.account`.
     ///

@@ -32,15 +32,23 @@
 
         /// The name that scopes this store's items, such as your app's identifier.
         public let service: String
+        /// The lock file that makes refreshes single-flight across the processes sharing these items, if any: the
+        /// Secret Service has no lock of its own to offer.
+        public let refreshLock: CrossProcessLock?
 
         private let queue = BlockingWorkQueue(label: "SessionKit.SecretServiceCredentialStore")
 
         /// Creates a store for the items of `service`; nothing is loaded or contacted until the first call.
         ///
-        /// - Parameter service: The name that scopes the items, such as `com.example.app`. Two stores with the
-        ///   same service share their items; ``deleteAll()`` deletes the items of this service only.
-        public init(service: String) {
+        /// - Parameters:
+        ///   - service: The name that scopes the items, such as `com.example.app`. Two stores with the same service
+        ///     share their items; ``deleteAll()`` deletes the items of this service only.
+        ///   - refreshLock: For several processes using the same items: a lock file they all name, such as
+        ///     `$XDG_RUNTIME_DIR/<app>/refresh.lock`, so that each account's refresh is single-flight across them.
+        ///     `nil` (the default) for one process.
+        public init(service: String, refreshLock: CrossProcessLock? = nil) {
             self.service = service
+            self.refreshLock = refreshLock
         }
 
         /// Checks that libsecret can be loaded, that a Secret Service answers on the session bus, and that it

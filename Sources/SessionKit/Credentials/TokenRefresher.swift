@@ -263,8 +263,90 @@ actor TokenRefresher {
         }
     }
 
-    /// Sends the refresh (with retries of transient failures) and commits its result.
+    /// Refreshes: with the store's cross-process lock when it has one, else at once.
+    ///
+    /// Holding the lock, the stored record is read again: gone, the account was signed out in another process and
+    /// the session ends; holding another refresh token, another process refreshed meanwhile, and its access token
+    /// is used while it is valid (its refresh token otherwise, the newest there is). Only a record that still holds
+    /// the token in hand is refreshed, and the lock is released once the result is stored.
     private static func run(
+        endpoint: any TokenEndpoint,
+        refreshToken: String,
+        policy: RefreshPolicy,
+        clock: any SessionClock,
+        session: UserSession
+    ) async -> Result<String, any Error> {
+        guard let store = session.vault?.store, let lock = store.refreshLock else {
+            return await exchange(
+                endpoint: endpoint, refreshToken: refreshToken, policy: policy, clock: clock, session: session)
+        }
+        let held: CrossProcessLock.Held
+        do {
+            held = try await lock.acquire()
+        } catch let error as SessionError {
+            return .failure(error)
+        } catch {
+            return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+        }
+        defer { held.release() }
+        guard !Task.isCancelled, session.isActive else {
+            return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+        }
+        // Read from the store itself, not behind this process's queue for the account: a sign-out's deletion
+        // queued there waits for this lock.
+        let record: CredentialRecord?
+        do {
+            record = try await store.load(for: session.account)
+        } catch {
+            return .failure(
+                error as? SessionError
+                    ?? SessionError(.storageFailure, "the stored record could not be read (\(type(of: error)))"))
+        }
+        guard let record else {
+            session.endSignedOutElsewhere()
+            return .failure(SessionError(.sessionEnded, "the account was signed out in another process"))
+        }
+        var presented = refreshToken
+        if let stored = record.refreshToken, stored != refreshToken {
+            if let tokens = storedTokens(record, clock: clock), tokens.accessToken != session.tokens?.accessToken {
+                guard case .committed(let accessToken, _) = session.adoptStored(tokens) else {
+                    return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
+                }
+                session.report(.refreshed)
+                return .success(accessToken)
+            }
+            presented = stored
+        }
+        let outcome = await exchange(
+            endpoint: endpoint, refreshToken: presented, policy: policy, clock: clock, session: session)
+        // A rejected grant's record is deleted before the lock is released, so no other process presents it again.
+        if case .failure(let error as SessionError) = outcome, error.code == .refreshRejected,
+            (try? await store.load(for: session.account))?.refreshToken == presented
+        {
+            try? await store.delete(for: session.account)
+        }
+        return outcome
+    }
+
+    /// The tokens of a record another process stored, when it holds an access token with time left.
+    static func storedTokens(_ record: CredentialRecord, clock: any SessionClock) -> TokenSet? {
+        guard let accessToken = record.accessToken, let expiry = record.accessTokenExpiresAt else { return nil }
+        let remaining = expiry.timeIntervalSince(clock.wallNow)
+        guard remaining > 0 else { return nil }
+        return TokenSet(
+            accessToken: accessToken,
+            refreshToken: record.refreshToken,
+            idToken: record.idToken,
+            scope: record.scope,
+            tokenType: record.tokenType,
+            lifetime: .milliseconds(Int64(remaining * 1000)),
+            receivedAt: clock.now,
+            receivedAtWall: clock.wallNow
+        )
+    }
+
+    /// Sends the refresh (with retries of transient failures) and commits its result.
+    private static func exchange(
         endpoint: any TokenEndpoint,
         refreshToken: String,
         policy: RefreshPolicy,

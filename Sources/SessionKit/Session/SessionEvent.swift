@@ -12,4 +12,6 @@ enum SessionEvent: Sendable {
     case storageFailed(any Error)
     /// A credential write succeeded.
     case stored
+    /// Another process sharing the store signed the account out (its record is gone): the session ends.
+    case signedOutElsewhere
 }

@@ -325,7 +325,24 @@ public final class SessionManager: Sendable, Observable {
         case .stored:
             let cleared = guarded.withLock { $0.storageFailures.removeValue(forKey: session.account) != nil }
             if cleared { registrar.withMutation(of: self, keyPath: \.storageFailures) {} }
+        case .signedOutElsewhere:
+            forgetSignedOutElsewhere(session)
         }
+    }
+
+    /// Another process signed the account out: forgets the session (signed out, if it was current). Deletes
+    /// nothing: that process purged the shared record; the session ends right after this.
+    private func forgetSignedOutElsewhere(_ session: UserSession) {
+        let (wasCurrent, changed) = guarded.withLock { guarded -> (Bool, Bool) in
+            guarded.sessions.removeAll { $0 === session }
+            guard guarded.current === session else { return (false, false) }
+            guarded.current = nil
+            return (true, Self.transition(&guarded, .signedOut))
+        }
+        if wasCurrent { rebindContainers() }
+        registrar.withMutation(of: self, keyPath: \.sessions) {}
+        if wasCurrent { registrar.withMutation(of: self, keyPath: \.current) {} }
+        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
     }
 
     /// The refresh token is dead: ends the session, deletes its record, asks the user to sign in again.
@@ -387,7 +404,7 @@ public final class SessionManager: Sendable, Observable {
         }
         guard live else { throw SessionError(.sessionEnded, "cannot switch to a session that is not live") }
         rebindContainers()
-        session.markSelected(at: configuration.sessionConfiguration.clock.wallNow)
+        session.markSwitchedTo(at: configuration.sessionConfiguration.clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.current) {}
         if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
         guard endingOthers else { return [] }

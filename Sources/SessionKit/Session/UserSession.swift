@@ -310,6 +310,46 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
+    /// Records that the session became the app's current one by a switch, and stores that with its record.
+    ///
+    /// With a store shared between processes the write holds the refresh lock and re-reads the record first: when
+    /// another process has rotated the tokens since this one read them, the record keeps that process's tokens and
+    /// only the selection changes, so a switch never writes back a refresh token the server has retired. A record
+    /// that is gone (signed out elsewhere) is not written back.
+    ///
+    /// - Parameter date: When.
+    /// - Returns: The pending store write, or `nil` when nothing is written.
+    @discardableResult
+    func markSwitchedTo(at date: Date) -> Task<(any Error)?, Never>? {
+        guard let vault, let lock = vault.store.refreshLock else { return markSelected(at: date) }
+        let admitted = lifetime.withLock { lifetime -> Bool in
+            guard lifetime.isActive, !lifetime.credentialWritesSealed, lifetime.tokens != nil else { return false }
+            lifetime.selectedAt = date
+            return true
+        }
+        guard admitted else { return nil }
+        let account = account
+        return Task {
+            // Without the lock (another process held it past the bound) the selection is not stored: it is not worth
+            // a write that could put back a retired token.
+            guard let held = try? await lock.acquire() else { return nil }
+            defer { held.release() }
+            guard let stored = try? await vault.store.load(for: account) else { return nil }
+            let write = lifetime.withLock { lifetime -> Task<(any Error)?, Never>? in
+                guard lifetime.isActive, !lifetime.credentialWritesSealed, let tokens = lifetime.tokens else {
+                    return nil
+                }
+                var record = record(for: tokens, selectedAt: date)
+                if stored.refreshToken != tokens.refreshToken {
+                    record = stored
+                    record.selectedAt = date
+                }
+                return vault.enqueueSave(record)
+            }
+            return await write?.value
+        }
+    }
+
     /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
     func restoreSelection(_ date: Date?) {
         lifetime.withLock { $0.selectedAt = date }
@@ -354,6 +394,32 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
     }
 
+    /// Replaces the session's tokens with those another process stored, in one step that first checks the session
+    /// is still active; writes nothing (they are the stored record already).
+    ///
+    /// - Parameter tokens: The tokens read from the store.
+    /// - Returns: `.ended` when the session ended (the tokens are dropped), else the access token.
+    func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
+        lifetime.withLock { lifetime -> RefreshCommit in
+            guard lifetime.isActive else { return .ended }
+            lifetime.tokens = tokens
+            return .committed(accessToken: tokens.accessToken, write: nil)
+        }
+    }
+
+    /// Ends the session because another process signed its account out: its record is gone from the shared store.
+    /// Writes nothing; the owner (the session manager) hears of it first and forgets the session.
+    func endSignedOutElsewhere() {
+        report(.signedOutElsewhere)
+        finish(refreshError: SessionError(.sessionEnded, "the account was signed out in another process"))
+    }
+
+    /// Whether records written for this session hold the access token: when the app asked for it, or when the
+    /// store is shared between processes (the others use the access token a refresh stored).
+    var storesAccessToken: Bool {
+        configuration.storesAccessToken || vault?.store.refreshLock != nil
+    }
+
     /// Sets the handler that hears about refreshes, rejections and storage failures (the session manager).
     ///
     /// - Parameter handler: The handler, called on an arbitrary thread.
@@ -378,15 +444,16 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     func record(for tokens: TokenSet, selectedAt: Date?) -> CredentialRecord {
         var expiry: Date?
-        if configuration.storesAccessToken, let lifetime = tokens.lifetime {
+        let storesAccessToken = storesAccessToken
+        if storesAccessToken, let lifetime = tokens.lifetime {
             expiry = tokens.receivedAt.addingTimeInterval(lifetime.timeInterval)
         }
         return CredentialRecord(
             account: account,
             refreshToken: tokens.refreshToken,
-            accessToken: configuration.storesAccessToken ? tokens.accessToken : nil,
+            accessToken: storesAccessToken ? tokens.accessToken : nil,
             accessTokenExpiresAt: expiry,
-            idToken: configuration.storesAccessToken ? tokens.idToken : nil,
+            idToken: storesAccessToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
             savedAt: configuration.clock.wallNow,

@@ -11,6 +11,7 @@ import Testing
 final class ChildProcess {
     let process = Process()
     private let output = Pipe()
+    private let input: Pipe?
     private var buffer: [UInt8] = []
 
     /// Starts `executable` with `arguments`; stderr is inherited so a child's complaint shows in the test log.
@@ -20,20 +21,34 @@ final class ChildProcess {
     ///   - arguments: Its arguments.
     ///   - environment: Its environment, or `nil` for this process's.
     ///   - mergingStandardError: Whether stderr is read with stdout (`secret-tool` prints attributes there).
+    ///   - writableInput: Whether the test writes to the child's stdin (``send(_:)``); else it reads nothing.
     /// - Throws: When the process cannot be started.
     init(
         _ executable: URL,
         _ arguments: [String],
         environment: [String: String]? = nil,
-        mergingStandardError: Bool = false
+        mergingStandardError: Bool = false,
+        writableInput: Bool = false
     ) throws {
+        input = writableInput ? Pipe() : nil
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
         process.standardOutput = output
         if mergingStandardError { process.standardError = output }
-        process.standardInput = FileHandle.nullDevice
+        if let input { process.standardInput = input } else { process.standardInput = FileHandle.nullDevice }
         try process.run()
+    }
+
+    /// Writes `line` and a newline to the child's stdin (started with `writableInput`).
+    ///
+    /// - Parameter line: The line.
+    func send(_ line: String) {
+        guard let input else { return }
+        // A child that died already must fail the test by what it printed, not kill the test with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let bytes = Array("\(line)\n".utf8)
+        _ = bytes.withUnsafeBytes { write(input.fileHandleForWriting.fileDescriptor, $0.baseAddress, $0.count) }
     }
 
     /// The next line of stdout, without its newline, or `nil` at end of file. Blocks until one arrives.
