@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -140,7 +139,7 @@ struct Console: Sendable {
 /// failure instead of trapping (`FileHandle.write` stops the process on `EBADF`, `ENOSPC` or `EPIPE`).
 final class DescriptorWriter: Sendable {
     private let descriptor: Int32
-    private let firstFailure = Mutex<String?>(nil)
+    private let firstFailure = Lock<String?>(nil)
 
     init(_ descriptor: Int32) { self.descriptor = descriptor }
 

@@ -1,6 +1,5 @@
 import Foundation
 import SessionKit
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -98,8 +97,8 @@ final class AuditHTTPClient: Sendable {
         request.timeoutInterval = timeout.seconds
         let target = Self.target(of: request.url)
         let session = session
-        let running = Mutex<URLSessionTask?>(nil)
-        let expired = Mutex(false)
+        let running = Lock<URLSessionTask?>(nil)
+        let expired = Lock(false)
         let deadline = DispatchWorkItem {
             guard let task = running.withLock({ $0 }) else { return }
             expired.withLock { $0 = true }
