@@ -127,9 +127,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Lock<Lifetime>
-    /// Whether the session has ended, for requests starting: a start holds it for reading while it checks the
-    /// flag and resumes its task, so starts run side by side and `end()`, which sets the flag holding it for
-    /// writing, waits for the starts under way and keeps out every later one.
+    /// Whether requests may still start: lowered by `end()` right after ``isActive``, read by every start without
+    /// a lock. A start that reads it raised resumes its task; `end()` cancels that task like every other it
+    /// took, whether the resume lands before or after the cancellation (a cancelled task never starts). So
+    /// `end()` never waits for starts under way, and no start holds a lock across `resume()`.
+    let admitsStarts = Atomic<Bool>(true)
+    /// Whether the session has ended, for code that starts tasks while holding it for reading: `end()` sets it
+    /// holding it for writing. `data(for:)` orders its starts with ``admitsStarts`` instead, without a lock.
     let starts = ReadWriteLock(false)
 
     /// Creates an active session for `account` holding `tokens`.
@@ -256,9 +260,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             return (requests, handlers, lifetime.handoffSession, tokens)
         }
         guard let ended else { return nil }
-        // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
-        // out every later one: after it no request of this session can start, and whoever tries to start one
-        // answers it as cancelled.
+        // Nothing can create a task any more (the flag is down), and from here no start that has not checked yet
+        // resumes its task: it answers it as cancelled. A start that checked before is cancelled below with every
+        // other request `end()` took, without waiting for it.
+        admitsStarts.store(false, ordering: .releasing)
         starts.withWriteLock { $0 = true }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it: with 1,000 requests in flight that is about a second on Linux. It runs on the session's
