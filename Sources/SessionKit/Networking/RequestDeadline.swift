@@ -17,6 +17,8 @@ import Synchronization
 final class RequestDeadline: Sendable {
     private let id: UInt64
     private let flag: Flag
+    /// Whether the ticker has forgotten this deadline (``cancel()`` ran), so that `deinit` does not ask it again.
+    private let removed = Atomic<Bool>(false)
 
     /// Starts the deadline.
     ///
@@ -41,11 +43,13 @@ final class RequestDeadline: Sendable {
 
     /// Stops the deadline; `expire` will not run if it has not already. Idempotent.
     func cancel() {
+        guard !removed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         DeadlineTicker.shared.remove(id)
     }
 
     deinit {
-        DeadlineTicker.shared.remove(id)
+        // Once per deadline: `cancel()`, the usual path, already took it off the ticker.
+        if !removed.load(ordering: .acquiring) { DeadlineTicker.shared.remove(id) }
     }
 
     /// Whether the deadline fired, shared with the ticker's thread.
