@@ -13,7 +13,8 @@ import SessionKitTesting
 /// Two servers, each in a process of its own so that neither competes with the clients for this process's
 /// cooperative pool: `LocalServer` (this executable's `--serve`) and, when it is installed, nginx, a server nobody
 /// here wrote. Each round measures both, one after the other (the order alternating by round); within a server the
-/// two clients alternate in blocks of one request per worker (1 sequential, 8 concurrent), in the order ABBA, and
+/// clients (and a raw URLSession used through a completion handler, as UserSession uses it) take turns in blocks of
+/// one request per worker (1 sequential, 8 concurrent), the first of them rotating from block to block, and
 /// every request is timed. A round's ratio is the raw median latency over the session's, which is the throughput
 /// ratio at a fixed concurrency; the figure is the median over the rounds, with the lowest and highest round beside
 /// it. Medians, because on a shared machine a request that another process stalled says nothing about either
@@ -35,6 +36,7 @@ enum RequestBenchmarks {
         ["request", "request.nginx"].flatMap { prefix in
             [
                 "\(prefix).ratio.\(label)", "\(prefix).ratio.\(label).min", "\(prefix).ratio.\(label).max",
+                "\(prefix).ratio.\(label).vs_handler",
                 "\(prefix).\(label).session.microseconds", "\(prefix).\(label).raw.microseconds",
             ]
         }
@@ -57,8 +59,12 @@ enum RequestBenchmarks {
         let server: BenchServer
         let viaSession: @Sendable () async throws -> Void
         let viaRaw: @Sendable () async throws -> Void
+        /// The raw URLSession through `dataTask(with:completionHandler:)`, as `UserSession` must use it: the
+        /// ceiling for a client that creates its tasks where it can see them.
+        let viaRawHandler: @Sendable () async throws -> Void
         var ours: [Double] = []
         var theirs: [Double] = []
+        var handlerRatios: [Double] = []
         var ratios: [Double] = []
     }
 
@@ -107,28 +113,52 @@ enum RequestBenchmarks {
                         guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
                             throw BenchError("raw URLSession got an unexpected answer")
                         }
+                    },
+                    viaRawHandler: {
+                        var request = URLRequest(url: url)
+                        request.setValue(expected, forHTTPHeaderField: "Authorization")
+                        let (data, response) = try await withCheckedThrowingContinuation { continuation in
+                            raw.dataTask(with: request) { data, response, error in
+                                if let error {
+                                    continuation.resume(throwing: error)
+                                } else {
+                                    continuation.resume(returning: (data ?? Data(), response))
+                                }
+                            }.resume()
+                        }
+                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
+                            throw BenchError("raw URLSession (completion handler) got an unexpected answer")
+                        }
                     }))
         }
         // Opens every connection each client will use.
         for contest in contests {
             try await run(contest.viaSession, times: concurrency * 50, concurrency: concurrency)
             try await run(contest.viaRaw, times: concurrency * 50, concurrency: concurrency)
+            try await run(contest.viaRawHandler, times: concurrency * 50, concurrency: concurrency)
         }
 
         for round in 0..<rounds {
             let order = round.isMultiple(of: 2) ? Array(contests.indices) : contests.indices.reversed()
             for index in order {
-                // Short blocks in the order ABBA, every request timed on its own: load that comes and goes falls
-                // on both alike, and the median of each side ignores the requests another process stalled.
+                // Short blocks, their order rotating, every request timed on its own: load that comes and goes falls
+                // on all alike, and the median of each side ignores the requests another process stalled.
                 var sessionLatencies: [Double] = []
                 var rawLatencies: [Double] = []
+                var handlerLatencies: [Double] = []
                 for block in 0..<blocksPerRound {
-                    let sessionFirst = (block + round).isMultiple(of: 2)
-                    for usesSession in sessionFirst ? [true, false] : [false, true] {
-                        let latencies = try await timed(
-                            usesSession ? contests[index].viaSession : contests[index].viaRaw, times: concurrency,
-                            concurrency: concurrency)
-                        if usesSession { sessionLatencies += latencies } else { rawLatencies += latencies }
+                    // The three clients in turn, the first of them rotating from block to block.
+                    let first = (block + round) % 3
+                    for variant in [first, (first + 1) % 3, (first + 2) % 3] {
+                        let request = [
+                            contests[index].viaSession, contests[index].viaRaw, contests[index].viaRawHandler,
+                        ]
+                        let latencies = try await timed(request[variant], times: concurrency, concurrency: concurrency)
+                        switch variant {
+                        case 0: sessionLatencies += latencies
+                        case 1: rawLatencies += latencies
+                        default: handlerLatencies += latencies
+                        }
                     }
                 }
                 let withSession = Statistics.median(sessionLatencies)
@@ -136,6 +166,7 @@ enum RequestBenchmarks {
                 contests[index].ours.append(withSession)
                 contests[index].theirs.append(withRaw)
                 contests[index].ratios.append(withRaw / withSession)
+                contests[index].handlerRatios.append(Statistics.median(handlerLatencies) / withSession)
                 BenchLog.note(
                     "\(contests[index].prefix).\(label) round \(round + 1)/\(rounds) (\(contests[index].server.name)): "
                         + "median latency UserSession \(BenchLog.rounded(withSession, 1)) µs, raw URLSession "
@@ -154,6 +185,10 @@ enum RequestBenchmarks {
                 BenchResult(
                     name: "\(contest.prefix).ratio.\(label).max", value: contest.ratios.max() ?? .nan,
                     unit: "x (highest of \(rounds) rounds)"),
+                BenchResult(
+                    name: "\(contest.prefix).ratio.\(label).vs_handler",
+                    value: Statistics.median(contest.handlerRatios),
+                    unit: "x (UserSession / raw URLSession with a completion handler, as UserSession uses it)"),
                 BenchResult(
                     name: "\(contest.prefix).\(label).session.microseconds", value: Statistics.median(contest.ours),
                     unit: "µs median latency, UserSession (\(contest.server.name))"),

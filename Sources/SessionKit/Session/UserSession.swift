@@ -17,7 +17,8 @@ import Synchronization
 /// (`===`), never by account, when deciding whether a result may be committed.
 ///
 /// - Important: Task creation and the flip of ``isActive`` happen under one lock, so no task is ever created
-///   on an invalidated `URLSession` (a fatal error on Linux), and no request leaves after ``end()`` returns.
+///   on an invalidated `URLSession` (a fatal error on Linux), and every task created before ``end()`` is among
+///   those it cancels.
 public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
     /// A session's identity, unique per sign-in within the process.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
@@ -223,8 +224,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// requests in flight: the URLSession calls that stop their transfers run on a background queue.
     ///
     /// - Returns: How many requests were in flight and cancelled (0 for calls after the first).
-    /// - Important: Once `end()` returns, the session starts no request (one not yet started never will),
-    ///   hands over no response, and admits no credential write.
+    /// - Important: Once `end()` returns, the session starts no request (one that had not passed its start when
+    ///   `end()` flipped ``isActive`` never will; one whose start was under way at that instant is cancelled with
+    ///   the others, whichever of its start and its cancellation URLSession sees first), hands over no response,
+    ///   and admits no credential write. `end()` never waits for a start under way.
     @discardableResult
     public func end() -> Int {
         finish(refreshError: nil)?.cancelledRequests ?? 0
