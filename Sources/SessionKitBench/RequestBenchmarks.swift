@@ -117,15 +117,7 @@ enum RequestBenchmarks {
                     viaRawHandler: {
                         var request = URLRequest(url: url)
                         request.setValue(expected, forHTTPHeaderField: "Authorization")
-                        let (data, response) = try await withCheckedThrowingContinuation { continuation in
-                            raw.dataTask(with: request) { data, response, error in
-                                if let error {
-                                    continuation.resume(throwing: error)
-                                } else {
-                                    continuation.resume(returning: (data ?? Data(), response))
-                                }
-                            }.resume()
-                        }
+                        let (data, response) = try await dataThroughCompletionHandler(raw, request)
                         guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
                             throw BenchError("raw URLSession (completion handler) got an unexpected answer")
                         }
@@ -196,6 +188,22 @@ enum RequestBenchmarks {
                     name: "\(contest.prefix).\(label).raw.microseconds", value: Statistics.median(contest.theirs),
                     unit: "µs median latency, raw URLSession (\(contest.server.name))"),
             ]
+        }
+    }
+
+    /// `raw.dataTask(with:completionHandler:)`, awaited: its completion comes through the session's delegate queue.
+    private static func dataThroughCompletionHandler(_ raw: URLSession, _ request: URLRequest) async throws -> (
+        Data, URLResponse?
+    ) {
+        try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(Data, URLResponse?), any Error>) in
+            raw.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume(returning: (data ?? Data(), response))
+                }
+            }.resume()
         }
     }
 
