@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the command line asked for: `sessionkit-bench [--json] [--only <name prefix>]`.
 struct BenchArguments: Equatable {
     /// Print JSON instead of a table.
@@ -10,11 +12,16 @@ struct BenchArguments: Equatable {
     var profile: ProfileLoop.Variant?
     /// How many requests `--profile` sends.
     var requests = 2000
+    /// The server `--profile` sends to (its `/me` and `/fresh`), instead of a `LocalServer` in this process.
+    var url: URL?
+    /// Instead of benchmarking, serve the request benchmarks' routes on a `LocalServer` for a parent bench.
+    var serve = false
 
     /// The usage line.
     static let usage =
         "usage: sessionkit-bench [--json] [--only <name prefix>]\n"
-        + "       sessionkit-bench --profile <session|raw|cache-hit> [--requests <n>]"
+        + "       sessionkit-bench --profile <session|raw|cache-hit> [--requests <n>] [--url <server>]\n"
+        + "       sessionkit-bench --serve   (used by the bench itself: its request server, out of process)"
 
     /// Why a command line was refused.
     enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -66,6 +73,14 @@ struct BenchArguments: Equatable {
                 guard let value = remaining.popFirst() else { throw .missingValue("--requests") }
                 guard let count = Int(value), count > 0 else { throw .invalidValue("--requests", value) }
                 parsed.requests = count
+            case "--url":
+                guard let value = remaining.popFirst() else { throw .missingValue("--url") }
+                guard let url = URL(string: value), url.scheme == "http", url.host != nil else {
+                    throw .invalidValue("--url", value)
+                }
+                parsed.url = url
+            case "--serve":
+                parsed.serve = true
             case "-h", "--help":
                 parsed.help = true
             default:

@@ -17,9 +17,9 @@ enum Benchmarks {
     /// In order: the cheap per-request figures first, while the process is small, then the memory figures, then
     /// the runs that create thousands of sessions and connections, and last the 10,000-cycle churn.
     static let all: [Benchmark] =
-        RequestBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all + SessionBenchmarks.all
-        + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all + FleetBenchmarks.all
-        + ChurnBenchmarks.all
+        RequestBenchmarks.all + InstructionBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all
+        + SessionBenchmarks.all + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all
+        + FleetBenchmarks.all + ChurnBenchmarks.all
 
     /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
     static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {

@@ -11,7 +11,8 @@ import SessionKitTesting
 ///     valgrind --tool=callgrind .build/release/sessionkit-bench --profile session --requests 2000
 ///
 /// Running it twice with different counts and subtracting cancels the start-up: what remains, divided by the
-/// difference in requests, is the cost of one request.
+/// difference in requests, is the cost of one request. With `--url` it sends to that server (a ``BenchServer``
+/// in another process), so the count is the client's alone; without, to a `LocalServer` in this process.
 enum ProfileLoop {
     /// Which requests to send.
     enum Variant: String, Sendable {
@@ -27,12 +28,24 @@ enum ProfileLoop {
     ///
     /// The main thread never goes idle: an idle async main parks in `rt_sigsuspend`, which Valgrind 3.19 cannot
     /// follow (it crashes), so the loop would not run under callgrind at all.
-    static func runBlockingMainThread(_ variant: Variant, requests: Int) -> Int32 {
+    static func runBlockingMainThread(_ variant: Variant, requests: Int, server: URL?) -> Int32 {
         let done = DispatchSemaphore(value: 0)
         let status = Lock<Int32>(1)
         Task.detached {
             do {
-                try await run(variant, requests: requests)
+                if let server {
+                    try await run(variant, requests: requests, baseURL: server)
+                } else {
+                    try await LocalServer.withRunning(configuration: .init(recordsRequests: false)) { local in
+                        local.route("GET", "/me") { _ in
+                            .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")])
+                        }
+                        local.route("GET", "/fresh") { _ in
+                            .json(RequestBenchmarks.body, headers: [("Cache-Control", "max-age=60")])
+                        }
+                        try await run(variant, requests: requests, baseURL: local.baseURL)
+                    }
+                }
                 status.withLock { $0 = 0 }
             } catch {
                 BenchLog.note("sessionkit-bench: --profile failed: \(error)")
@@ -43,41 +56,41 @@ enum ProfileLoop {
         return status.withLock { $0 }
     }
 
-    private static func run(_ variant: Variant, requests: Int) async throws {
-        try await LocalServer.withRunning(configuration: .init(recordsRequests: false)) { server in
-            let token = "bench-access-token-0123456789abcdef"
-            server.route("GET", "/me") { _ in .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")]) }
-            server.route("GET", "/fresh") { _ in
-                .json(RequestBenchmarks.body, headers: [("Cache-Control", "max-age=60")])
+    private static func run(_ variant: Variant, requests: Int, baseURL: URL) async throws {
+        let token = BenchServer.token
+        let session = UserSession(
+            account: Account(issuer: baseURL.absoluteString, subject: "alice"),
+            tokens: TokenSet(accessToken: token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
+            tokenEndpoint: OAuthClient(
+                configuration: .init(tokenEndpoint: baseURL.appendingPathComponent("token"), clientID: "bench"))
+        )
+        let raw = RequestBenchmarks.rawSession()
+        defer {
+            session.end()
+            raw.invalidateAndCancel()
+        }
+        let url = baseURL.appendingPathComponent(variant == .cacheHit ? "fresh" : "me")
+        let send: @Sendable () async throws -> Void
+        switch variant {
+        case .session, .cacheHit:
+            send = {
+                let (_, response) = try await session.data(for: URLRequest(url: url))
+                guard response.statusCode == 200 else { throw BenchError("UserSession got \(response.statusCode)") }
             }
-            let session = UserSession(
-                account: Account(issuer: server.baseURL.absoluteString, subject: "alice"),
-                tokens: TokenSet(accessToken: token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
-                tokenEndpoint: OAuthClient(configuration: .init(tokenEndpoint: server.url("/token"), clientID: "bench"))
-            )
-            let raw = RequestBenchmarks.rawSession()
-            defer {
-                session.end()
-                raw.invalidateAndCancel()
-            }
-            let url = server.url(variant == .cacheHit ? "/fresh" : "/me")
-            let send: @Sendable () async throws -> Void
-            switch variant {
-            case .session, .cacheHit:
-                send = { _ = try await session.data(for: URLRequest(url: url)) }
-            case .raw:
-                send = {
-                    var request = URLRequest(url: url)
-                    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                    _ = try await raw.data(for: request)
+        case .raw:
+            send = {
+                var request = URLRequest(url: url)
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                let (_, response) = try await raw.data(for: request)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                    throw BenchError("raw URLSession got an unexpected answer")
                 }
             }
-            for _ in 0..<50 { try await send() }
-            let start = ContinuousClock.now
-            for _ in 0..<requests { try await send() }
-            let perRequest = Statistics.microseconds(ContinuousClock.now - start) / Double(requests)
-            BenchLog.note(
-                "profile \(variant.rawValue): \(requests) requests, \(BenchLog.rounded(perRequest, 1)) µs each")
         }
+        for _ in 0..<50 { try await send() }
+        let start = ContinuousClock.now
+        for _ in 0..<requests { try await send() }
+        let perRequest = Statistics.microseconds(ContinuousClock.now - start) / Double(requests)
+        BenchLog.note("profile \(variant.rawValue): \(requests) requests, \(BenchLog.rounded(perRequest, 1)) µs each")
     }
 }

@@ -10,28 +10,37 @@ import SessionKitTesting
 /// on a raw `URLSession` configured like the session's own, with the `Authorization` header set by hand. The
 /// response says `no-store`, so every request of both goes to the server.
 ///
-/// Each round alternates the two in blocks of one request per worker (1 sequential, 8 concurrent), in the order
-/// ABBA, and times every request. A round's ratio is the raw median latency over the session's, which is the
-/// throughput ratio at a fixed concurrency; the figure is the median over the rounds. Medians, because on a shared
-/// machine a request that another process stalled says nothing about either client.
+/// Two servers, each in a process of its own so that neither competes with the clients for this process's
+/// cooperative pool: `LocalServer` (this executable's `--serve`) and, when it is installed, nginx, a server nobody
+/// here wrote. Each round measures both, one after the other (the order alternating by round); within a server the
+/// clients (and a raw URLSession used through a completion handler, as UserSession uses it) take turns in blocks of
+/// one request per worker (1 sequential, 8 concurrent), the first of them rotating from block to block, and
+/// every request is timed. A round's ratio is the raw median latency over the session's, which is the throughput
+/// ratio at a fixed concurrency; the figure is the median over the rounds, with the lowest and highest round beside
+/// it. Medians, because on a shared machine a request that another process stalled says nothing about either
+/// client.
 enum RequestBenchmarks {
     static let body = #"{"ok":true,"user":"alice","items":[1,2,3,4,5],"token":null}"#
-    private static let token = "bench-access-token-0123456789abcdef"
+    private static let rounds = 7
 
     static let all = [
         Benchmark(
-            resultNames: [
-                "request.ratio.sequential", "request.sequential.session.microseconds",
-                "request.sequential.raw.microseconds",
-            ],
-            run: { try await compare(label: "sequential", concurrency: 1, blocksPerRound: 300, rounds: 9) }),
+            resultNames: names(label: "sequential"),
+            run: { try await compare(label: "sequential", concurrency: 1, blocksPerRound: 400) }),
         Benchmark(
-            resultNames: [
-                "request.ratio.concurrent8", "request.concurrent8.session.microseconds",
-                "request.concurrent8.raw.microseconds",
-            ],
-            run: { try await compare(label: "concurrent8", concurrency: 8, blocksPerRound: 40, rounds: 15) }),
+            resultNames: names(label: "concurrent8"),
+            run: { try await compare(label: "concurrent8", concurrency: 8, blocksPerRound: 60) }),
     ]
+
+    private static func names(label: String) -> [String] {
+        ["request", "request.nginx"].flatMap { prefix in
+            [
+                "\(prefix).ratio.\(label)", "\(prefix).ratio.\(label).min", "\(prefix).ratio.\(label).max",
+                "\(prefix).ratio.\(label).vs_handler",
+                "\(prefix).\(label).session.microseconds", "\(prefix).\(label).raw.microseconds",
+            ]
+        }
+    }
 
     /// A URLSession configured as `UserSession` configures its own, so the comparison isolates SessionKit's work.
     static func rawSession() -> URLSession {
@@ -44,82 +53,157 @@ enum RequestBenchmarks {
         return URLSession(configuration: configuration)
     }
 
-    private static func compare(label: String, concurrency: Int, blocksPerRound: Int, rounds: Int) async throws
-        -> [BenchResult]
-    {
-        try await LocalServer.withRunning(configuration: .init(recordsRequests: false)) { server in
-            let expected = "Bearer \(token)"
-            server.route("GET", "/me") { request in
-                guard request.header("Authorization") == expected else { return .status(401) }
-                return .json(body, headers: [("Cache-Control", "no-store")])
-            }
+    /// One server's two clients.
+    private struct Contest {
+        let prefix: String
+        let server: BenchServer
+        let viaSession: @Sendable () async throws -> Void
+        let viaRaw: @Sendable () async throws -> Void
+        /// The raw URLSession through `dataTask(with:completionHandler:)`, as `UserSession` must use it: the
+        /// ceiling for a client that creates its tasks where it can see them.
+        let viaRawHandler: @Sendable () async throws -> Void
+        var ours: [Double] = []
+        var theirs: [Double] = []
+        var handlerRatios: [Double] = []
+        var ratios: [Double] = []
+    }
+
+    private static func compare(label: String, concurrency: Int, blocksPerRound: Int) async throws -> [BenchResult] {
+        var servers = [try await BenchServer.localServer()]
+        if let nginx = try await BenchServer.nginx() {
+            servers.append(nginx)
+        } else {
+            BenchLog.note("request.nginx.*: skipped, nginx is not installed (Debian: apt-get install nginx-light)")
+        }
+        defer { for server in servers { server.stop() } }
+        var sessions: [UserSession] = []
+        var raws: [URLSession] = []
+        defer {
+            for session in sessions { session.end() }
+            for raw in raws { raw.invalidateAndCancel() }
+        }
+        var contests: [Contest] = []
+        for server in servers {
             let url = server.url("/me")
+            let expected = "Bearer \(BenchServer.token)"
             // A session as an app has one: refreshes through an OAuth client, a token valid for an hour.
             let client = OAuthClient(configuration: .init(tokenEndpoint: server.url("/token"), clientID: "bench"))
             let session = UserSession(
                 account: Account(issuer: server.baseURL.absoluteString, subject: "alice"),
-                tokens: TokenSet(accessToken: token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
+                tokens: TokenSet(
+                    accessToken: BenchServer.token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
                 tokenEndpoint: client)
             let raw = rawSession()
-            defer {
-                session.end()
-                raw.invalidateAndCancel()
-            }
-            let viaSession: @Sendable () async throws -> Void = {
-                let (data, response) = try await session.data(for: URLRequest(url: url))
-                guard response.statusCode == 200, data.count == body.utf8.count else {
-                    throw BenchError("UserSession got \(response.statusCode)")
-                }
-            }
-            let viaRaw: @Sendable () async throws -> Void = {
-                var request = URLRequest(url: url)
-                request.setValue(expected, forHTTPHeaderField: "Authorization")
-                let (data, response) = try await raw.data(for: request)
-                guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
-                    throw BenchError("raw URLSession got an unexpected answer")
-                }
-            }
-            // Opens every connection each client will use.
-            try await run(viaSession, times: concurrency * 50, concurrency: concurrency)
-            try await run(viaRaw, times: concurrency * 50, concurrency: concurrency)
+            sessions.append(session)
+            raws.append(raw)
+            contests.append(
+                Contest(
+                    prefix: server.name == "nginx" ? "request.nginx" : "request",
+                    server: server,
+                    viaSession: {
+                        let (data, response) = try await session.data(for: URLRequest(url: url))
+                        guard response.statusCode == 200, data.count == body.utf8.count else {
+                            throw BenchError("UserSession got \(response.statusCode)")
+                        }
+                    },
+                    viaRaw: {
+                        var request = URLRequest(url: url)
+                        request.setValue(expected, forHTTPHeaderField: "Authorization")
+                        let (data, response) = try await raw.data(for: request)
+                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
+                            throw BenchError("raw URLSession got an unexpected answer")
+                        }
+                    },
+                    viaRawHandler: {
+                        var request = URLRequest(url: url)
+                        request.setValue(expected, forHTTPHeaderField: "Authorization")
+                        let (data, response) = try await dataThroughCompletionHandler(raw, request)
+                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
+                            throw BenchError("raw URLSession (completion handler) got an unexpected answer")
+                        }
+                    }))
+        }
+        // Opens every connection each client will use.
+        for contest in contests {
+            try await run(contest.viaSession, times: concurrency * 50, concurrency: concurrency)
+            try await run(contest.viaRaw, times: concurrency * 50, concurrency: concurrency)
+            try await run(contest.viaRawHandler, times: concurrency * 50, concurrency: concurrency)
+        }
 
-            var ours: [Double] = []
-            var theirs: [Double] = []
-            var ratios: [Double] = []
-            for round in 0..<rounds {
-                // Short blocks in the order ABBA, every request timed on its own: load that comes and goes falls
-                // on both alike, and the median of each side ignores the requests another process stalled.
+        for round in 0..<rounds {
+            let order = round.isMultiple(of: 2) ? Array(contests.indices) : contests.indices.reversed()
+            for index in order {
+                // Short blocks, their order rotating, every request timed on its own: load that comes and goes falls
+                // on all alike, and the median of each side ignores the requests another process stalled.
                 var sessionLatencies: [Double] = []
                 var rawLatencies: [Double] = []
+                var handlerLatencies: [Double] = []
                 for block in 0..<blocksPerRound {
-                    let sessionFirst = (block + round).isMultiple(of: 2)
-                    for usesSession in sessionFirst ? [true, false] : [false, true] {
-                        let latencies = try await timed(
-                            usesSession ? viaSession : viaRaw, times: concurrency, concurrency: concurrency)
-                        if usesSession { sessionLatencies += latencies } else { rawLatencies += latencies }
+                    // The three clients in turn, the first of them rotating from block to block.
+                    let first = (block + round) % 3
+                    for variant in [first, (first + 1) % 3, (first + 2) % 3] {
+                        let request = [
+                            contests[index].viaSession, contests[index].viaRaw, contests[index].viaRawHandler,
+                        ]
+                        let latencies = try await timed(request[variant], times: concurrency, concurrency: concurrency)
+                        switch variant {
+                        case 0: sessionLatencies += latencies
+                        case 1: rawLatencies += latencies
+                        default: handlerLatencies += latencies
+                        }
                     }
                 }
                 let withSession = Statistics.median(sessionLatencies)
                 let withRaw = Statistics.median(rawLatencies)
-                ours.append(withSession)
-                theirs.append(withRaw)
-                ratios.append(withRaw / withSession)
+                contests[index].ours.append(withSession)
+                contests[index].theirs.append(withRaw)
+                contests[index].ratios.append(withRaw / withSession)
+                contests[index].handlerRatios.append(Statistics.median(handlerLatencies) / withSession)
                 BenchLog.note(
-                    "request.\(label) round \(round + 1)/\(rounds): median latency UserSession "
-                        + "\(BenchLog.rounded(withSession, 1)) µs, raw URLSession \(BenchLog.rounded(withRaw, 1)) µs, "
-                        + "throughput ratio \(BenchLog.rounded(withRaw / withSession, 3))")
+                    "\(contests[index].prefix).\(label) round \(round + 1)/\(rounds) (\(contests[index].server.name)): "
+                        + "median latency UserSession \(BenchLog.rounded(withSession, 1)) µs, raw URLSession "
+                        + "\(BenchLog.rounded(withRaw, 1)) µs, throughput ratio \(BenchLog.rounded(withRaw / withSession, 3))"
+                )
             }
+        }
+        return contests.flatMap { contest -> [BenchResult] in
+            let unit = "x (UserSession / raw URLSession throughput, \(contest.server.name))"
             return [
                 BenchResult(
-                    name: "request.ratio.\(label)", value: Statistics.median(ratios),
-                    unit: "x (UserSession / raw URLSession throughput)"),
+                    name: "\(contest.prefix).ratio.\(label)", value: Statistics.median(contest.ratios), unit: unit),
                 BenchResult(
-                    name: "request.\(label).session.microseconds", value: Statistics.median(ours),
-                    unit: "µs median latency, UserSession"),
+                    name: "\(contest.prefix).ratio.\(label).min", value: contest.ratios.min() ?? .nan,
+                    unit: "x (lowest of \(rounds) rounds)"),
                 BenchResult(
-                    name: "request.\(label).raw.microseconds", value: Statistics.median(theirs),
-                    unit: "µs median latency, raw URLSession"),
+                    name: "\(contest.prefix).ratio.\(label).max", value: contest.ratios.max() ?? .nan,
+                    unit: "x (highest of \(rounds) rounds)"),
+                BenchResult(
+                    name: "\(contest.prefix).ratio.\(label).vs_handler",
+                    value: Statistics.median(contest.handlerRatios),
+                    unit: "x (UserSession / raw URLSession with a completion handler, as UserSession uses it)"),
+                BenchResult(
+                    name: "\(contest.prefix).\(label).session.microseconds", value: Statistics.median(contest.ours),
+                    unit: "µs median latency, UserSession (\(contest.server.name))"),
+                BenchResult(
+                    name: "\(contest.prefix).\(label).raw.microseconds", value: Statistics.median(contest.theirs),
+                    unit: "µs median latency, raw URLSession (\(contest.server.name))"),
             ]
+        }
+    }
+
+    /// `raw.dataTask(with:completionHandler:)`, awaited: its completion comes through the session's delegate queue.
+    private static func dataThroughCompletionHandler(_ raw: URLSession, _ request: URLRequest) async throws -> (
+        Data, URLResponse?
+    ) {
+        try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(Data, URLResponse?), any Error>) in
+            raw.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume(returning: (data ?? Data(), response))
+                }
+            }.resume()
         }
     }
 

@@ -21,7 +21,10 @@ if arguments.help {
     exit(0)
 }
 if let variant = arguments.profile {
-    exit(ProfileLoop.runBlockingMainThread(variant, requests: arguments.requests))
+    exit(ProfileLoop.runBlockingMainThread(variant, requests: arguments.requests, server: arguments.url))
+}
+if arguments.serve {
+    exit(ServeMode.runBlockingMainThread())
 }
 
 let selected = Benchmarks.selected(by: arguments.prefix)

@@ -93,3 +93,31 @@ import Testing
         #expect(json == #"{"results":[{"name":"a\"b","value":1.5,"unit":"µs"},{"name":"c","value":null,"unit":"x"}]}"#)
     }
 }
+
+@Suite(.timeLimit(.minutes(5))) struct BenchProfileArgumentsTests {
+    @Test func profileTakesAnHTTPServerURL() throws {
+        let parsed = try BenchArguments.parse(["--profile", "raw", "--url", "http://127.0.0.1:8080"])
+        #expect(parsed.url?.absoluteString == "http://127.0.0.1:8080")
+        #expect(throws: BenchArguments.ParseError.invalidValue("--url", "ftp://x")) {
+            try BenchArguments.parse(["--url", "ftp://x"])
+        }
+        #expect(throws: BenchArguments.ParseError.invalidValue("--url", "not a url")) {
+            try BenchArguments.parse(["--url", "not a url"])
+        }
+        #expect(throws: BenchArguments.ParseError.missingValue("--url")) { try BenchArguments.parse(["--url"]) }
+    }
+
+    @Test func serveIsRecognized() throws {
+        #expect(try BenchArguments.parse(["--serve"]).serve)
+        #expect(try !BenchArguments.parse([]).serve)
+    }
+
+    /// The instruction count is read from callgrind's summary line, and a log without one yields nothing (the
+    /// figure is then not reported), never a number.
+    @Test func callgrindsTotalIsReadFromItsSummaryLine() {
+        let log = "==123== Events    : Ir\n==123== Collected : 822183958\n==123==\n==123== I   refs:      822,183,958\n"
+        #expect(InstructionBenchmarks.collected(in: log) == 822_183_958)
+        #expect(InstructionBenchmarks.collected(in: "valgrind: command not found\n") == nil)
+        #expect(InstructionBenchmarks.collected(in: "==1== Collected : lots\n") == nil)
+    }
+}

@@ -16,6 +16,8 @@ import Dispatch
 final class RequestDeadline: Sendable {
     private let id: UInt64
     private let flag: Flag
+    /// Whether the ticker has forgotten this deadline (``cancel()`` ran), so that `deinit` does not ask it again.
+    private let removed = Lock(false)
 
     /// Starts the deadline.
     ///
@@ -44,11 +46,17 @@ final class RequestDeadline: Sendable {
 
     /// Stops the deadline; `expire` will not run if it has not already. Idempotent.
     func cancel() {
+        let alreadyRemoved = removed.withLock { removed in
+            defer { removed = true }
+            return removed
+        }
+        guard !alreadyRemoved else { return }
         DeadlineTicker.shared.remove(id)
     }
 
     deinit {
-        DeadlineTicker.shared.remove(id)
+        // Once per deadline: `cancel()`, the usual path, already took it off the ticker.
+        if !removed.withLock({ $0 }) { DeadlineTicker.shared.remove(id) }
     }
 
     /// Whether the deadline fired, shared with the ticker's thread.

@@ -125,10 +125,37 @@ public final class ResponseCache: Sendable {
     /// - Parameter request: The request about to be sent.
     /// - Returns: A fresh response, a response to validate with the conditional header fields to send, or a miss.
     package func lookup(for request: URLRequest) -> Lookup {
+        prepare(request).map(lookup) ?? .miss
+    }
+
+    /// Whether the cache holds no response: then every lookup misses, and a store of a response that may not be
+    /// stored has nothing to replace.
+    var isEmpty: Bool { storage.withLock { $0.count == 0 } }
+
+    /// A request as the cache sees it, derived once for both its lookup and the store of its response: the
+    /// primary key, the header fields (read from the request once) and its `Cache-Control`.
+    struct Request {
+        let key: ResponseCacheKey
+        let fields: HTTPRequestFields
+        let control: CacheControl
+        /// A conditional or range request: the caller's own validation, never answered from the cache (its
+        /// response is stored as any other).
+        let bypassesLookup: Bool
+    }
+
+    /// The cache's view of `request`, or `nil` for a request the cache never answers and whose response it never
+    /// stores: not GET or HEAD, no URL, or `no-store` (or a malformed `Cache-Control`) in the request.
+    func prepare(_ request: URLRequest) -> Request? {
         let fields = HTTPRequestFields(request)
-        guard let (key, requestControl) = Self.cacheableRequest(request, fields: fields), !requestControl.noStore,
-            fields.isEmpty || !Self.bypassingRequestFields.contains(where: { fields.value($0) != nil })
-        else { return .miss }
+        guard let (key, control) = Self.cacheableRequest(request, fields: fields), !control.noStore else { return nil }
+        let bypasses = !fields.isEmpty && Self.bypassingRequestFields.contains { fields.value($0) != nil }
+        return Request(key: key, fields: fields, control: control, bypassesLookup: bypasses)
+    }
+
+    /// ``lookup(for:)`` of a prepared request.
+    func lookup(_ request: Request) -> Lookup {
+        guard !request.bypassesLookup else { return .miss }
+        let (key, fields, requestControl) = (request.key, request.fields, request.control)
         let now = clock.now
         return storage.withLock { storage in
             guard let slot = selectVariant(in: storage, for: key, fields: fields),
@@ -168,13 +195,30 @@ public final class ResponseCache: Sendable {
         requestSentAt: ContinuousClock.Instant,
         responseReceivedAt: ContinuousClock.Instant
     ) {
-        let fields = HTTPRequestFields(request)
-        guard let (key, requestControl) = Self.cacheableRequest(request, fields: fields), !requestControl.noStore,
-            response.statusCode != 304
-        else { return }
+        store(
+            response, body: body, for: request, prepared: nil, requestSentAt: requestSentAt,
+            responseReceivedAt: responseReceivedAt)
+    }
+
+    /// ``store(_:body:for:requestSentAt:responseReceivedAt:)`` with the request's view the lookup prepared, if it
+    /// prepared one (`nil`: derived here, and only when needed).
+    func store(
+        _ response: HTTPURLResponse,
+        body: Data,
+        for request: URLRequest,
+        prepared: Request?,
+        requestSentAt: ContinuousClock.Instant,
+        responseReceivedAt: ContinuousClock.Instant
+    ) {
+        guard response.statusCode != 304 else { return }
+        let storable = Self.cacheableStatusCodes.contains(response.statusCode) && !Self.saysNoStore(response)
+        // A response that may not be stored only replaces what is stored for its request: with nothing stored,
+        // it changes nothing, and the request need not even be read.
+        guard storable || !isEmpty, let prepared = prepared ?? prepare(request) else { return }
+        let (key, fields) = (prepared.key, prepared.fields)
         let now = clock.now
         var entry: ResponseCacheEntry?
-        if Self.cacheableStatusCodes.contains(response.statusCode), !Self.saysNoStore(response) {
+        if storable {
             let wallClockAtReceipt = wallClock(at: responseReceivedAt, now: now)
             entry = ResponseCacheEntry(
                 response: response,
@@ -280,7 +324,7 @@ public final class ResponseCache: Sendable {
     /// - Parameter request: The unsafe request.
     public func invalidate(for request: URLRequest) {
         let method = request.httpMethod ?? "GET"
-        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), let url = request.url else { return }
+        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), let url = request.url, !isEmpty else { return }
         let uri = ResponseCacheKey.normalized(url)
         storage.withLock { storage in
             storage.removeAll(for: ResponseCacheKey(method: "GET", normalizedURI: uri))

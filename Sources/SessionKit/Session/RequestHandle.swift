@@ -7,12 +7,25 @@ import Foundation
 /// The URLSession task of one request, whether it started, and whether its caller cancelled it, so that a
 /// cancellation that comes first keeps the task from ever starting.
 ///
-/// - Important: ``start(_:)`` resumes the task under this request's own lock, and ``markCancelled()`` takes the
-///   same lock: once `markCancelled()` has returned, the task either started before it (and is returned, to be
-///   cancelled) or never will (and whoever called `start(_:)` cancels it). A session's `end()` orders itself
-///   against starts with its own lock, for every request at once.
+/// - Important: No lock is held while ``start(_:)`` resumes the task (`resume()` waits for the URLSession's work
+///   queue, which every transfer of the session keeps busy): a cancellation never waits for a start. Once
+///   ``cancel(in:)`` has returned, the task either never starts, or it started (or is being started) and is
+///   cancelled, by ``cancel(in:)`` itself or, for a start under way, by ``start(_:)`` right after `resume()`.
+///   A session's `end()` orders itself against starts with a flag of its own, for every request at once.
 final class RequestHandle: Sendable {
-    private let state = Lock<(task: URLSessionTask?, started: Bool, cancelled: Bool)>((nil, false, false))
+    private enum Phase {
+        case created, starting, started, cancelled
+        /// Cancelled while ``start(_:)`` was resuming the task: the starter cancels it through `canceller`.
+        case cancelledWhileStarting
+    }
+
+    private struct State {
+        var task: URLSessionTask?
+        var phase = Phase.created
+        var canceller: URLSession?
+    }
+
+    private let state = Lock(State())
     private let answered = Lock(false)
 
     /// Claims the one right to resume the request's continuation: the completion handler and the path for a task
@@ -32,30 +45,59 @@ final class RequestHandle: Sendable {
     /// - Returns: Whether the task was started. When it was not, the caller answers the request itself and
     ///   cancels the task, so that its session does not keep it registered.
     func start(_ task: URLSessionTask) -> Bool {
-        state.withLock { state -> Bool in
+        let admitted = state.withLock { state -> Bool in
             state.task = task
-            guard !state.cancelled else { return false }
-            task.resume()
-            state.started = true
+            guard state.phase == .created else { return false }
+            state.phase = .starting
             return true
         }
+        guard admitted else { return false }
+        task.resume()
+        let canceller = state.withLock { state -> URLSession? in
+            defer {
+                state.phase = .started
+                state.canceller = nil
+            }
+            return state.phase == .cancelledWhileStarting ? state.canceller : nil
+        }
+        canceller?.cancelWithoutRacingCompletion([task])
+        return true
     }
 
     /// Marks the request cancelled.
     ///
-    /// - Returns: The task if it has started, for the caller to cancel; `nil` if it has not (it never will).
+    /// - Returns: The task if it has started, for the caller to cancel; `nil` if it has not (it never will), or
+    ///   if a start is under way (only ``cancel(in:)`` has that start cancel it).
     func markCancelled() -> URLSessionTask? {
-        state.withLock { state -> URLSessionTask? in
-            state.cancelled = true
-            return state.started ? state.task : nil
-        }
+        mark(cancellingThrough: nil)
     }
 
-    /// Cancels the request now, for a cancellation of the calling Swift task.
+    /// Cancels the request now, for a cancellation of the calling Swift task or its deadline.
     ///
     /// - Parameter session: The session that created the task.
     func cancel(in session: URLSession) {
-        guard let task = markCancelled() else { return }
+        guard let task = mark(cancellingThrough: session) else { return }
         session.cancelWithoutRacingCompletion([task])
+    }
+
+    private func mark(cancellingThrough session: URLSession?) -> URLSessionTask? {
+        state.withLock { state -> URLSessionTask? in
+            switch state.phase {
+            case .created:
+                state.phase = .cancelled
+                return nil
+            case .starting:
+                state.phase = .cancelledWhileStarting
+                state.canceller = session
+                return nil
+            case .started:
+                return state.task
+            case .cancelledWhileStarting:
+                if state.canceller == nil { state.canceller = session }
+                return nil
+            case .cancelled:
+                return nil
+            }
+        }
     }
 }

@@ -25,13 +25,18 @@ extension UserSession {
     /// - Important: A response that arrives after ``end()`` is never returned: the call throws `sessionEnded`
     ///   instead. The session can still end between this call returning and the caller using the result, so
     ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
-    public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    public func data(for request: consuming URLRequest) async throws -> (Data, HTTPURLResponse) {
         let method = (request.httpMethod ?? "GET").uppercased()
         let replayable = RetryPolicy.isReplayable(request)
+        let carriesIdempotencyKey = request.value(forHTTPHeaderField: "Idempotency-Key") != nil
         let cacheable = (method == "GET" || method == "HEAD") && configuration.cacheMaximumBytes > 0
         var attempt = 1
         var recoveredFromUnauthorized = false
         var bypassCache = false
+        // Built once and sent by every attempt: each sets its token, and takes back the validators the previous
+        // one added. Copying the caller's request per attempt cost a copy of the whole request every time.
+        var outgoing = request
+        var addedValidators: [String] = []
 
         while true {
             try Task.checkCancellation()
@@ -39,16 +44,25 @@ extension UserSession {
             guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
                 throw SessionError.ended
             }
-            var outgoing = request
             outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            for name in addedValidators { outgoing.setValue(nil, forHTTPHeaderField: name) }
+            addedValidators.removeAll()
 
-            if cacheable && !bypassCache {
-                switch cache.lookup(for: outgoing) {
+            // The cache's view of the request, derived once for the lookup and the store, and only when one of
+            // them can matter: an empty cache answers nothing, and an answer it may not store changes nothing.
+            var cacheRequest: ResponseCache.Request?
+            if cacheable && !bypassCache && !cache.isEmpty {
+                let prepared = cache.prepare(outgoing)
+                cacheRequest = prepared
+                switch prepared.map(cache.lookup) ?? .miss {
                 case .fresh(let cached):
                     guard isActive else { throw SessionError.ended }
                     return (cached.body, cached.response)
                 case .needsValidation(_, let conditionalHeaders):
-                    for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
+                    for (name, value) in conditionalHeaders {
+                        outgoing.setValue(value, forHTTPHeaderField: name)
+                        addedValidators.append(name)
+                    }
                 case .miss:
                     break
                 }
@@ -121,7 +135,7 @@ extension UserSession {
                 try await backoff(before: attempt, retryAfter: retryAfter(of: response))
                 continue
             case let status
-            where (status == 409 || status == 422) && request.value(forHTTPHeaderField: "Idempotency-Key") != nil:
+            where (status == 409 || status == 422) && carriesIdempotencyKey:
                 throw SessionError(
                     .idempotencyConflict,
                     "the server refused the Idempotency-Key request as a conflict",
@@ -136,6 +150,7 @@ extension UserSession {
                     response,
                     body: data,
                     for: outgoing,
+                    prepared: cacheRequest,
                     requestSentAt: sentAt,
                     responseReceivedAt: configuration.clock.now
                 )
@@ -225,13 +240,14 @@ extension UserSession {
                     continuation.resume(throwing: SessionError.ended)
                     return
                 }
-                // Started after the lifetime lock is released: `resume()` waits for the URLSession's serial work
-                // queue, which every transfer of this session keeps busy, and holding the lifetime lock meanwhile
-                // stalls every other request's start and completion. Starts share `starts` (read), which `end()`
-                // takes to write, and the handle's own lock orders the start against the caller's cancellation: a
-                // request that `end()` or its caller cancelled first never starts.
+                // Started with no lock held: `resume()` waits for the URLSession's serial work queue, which every
+                // transfer of this session keeps busy, and a lock held meanwhile would stall whoever needs it (other
+                // starts, completions, `end()`, a cancelling caller). A request that `end()` reached before this
+                // check never starts; one that passed it is among the tasks `end()` took, and `end()` cancels it
+                // whether its `resume()` lands first or not. The handle orders the start against the caller's own
+                // cancellation the same way.
                 configuration.beforeStart?(self)
-                let started = starts.withReadLock { ended in !ended && handle.start(created.task) }
+                let started = admitsStarts.withLock { $0 } && handle.start(created.task)
                 guard started else {
                     requestFinished(created.id)
                     if handle.claimAnswer() {

@@ -16,7 +16,8 @@ import Foundation
 /// (`===`), never by account, when deciding whether a result may be committed.
 ///
 /// - Important: Task creation and the flip of ``isActive`` happen under one lock, so no task is ever created
-///   on an invalidated `URLSession` (a fatal error on Linux), and no request leaves after ``end()`` returns.
+///   on an invalidated `URLSession` (a fatal error on Linux), and every task created before ``end()`` is among
+///   those it cancels.
 public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
     /// A session's identity, unique per sign-in within the process.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
@@ -130,9 +131,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Lock<Lifetime>
-    /// Whether the session has ended, for requests starting: a start holds it for reading while it checks the
-    /// flag and resumes its task, so starts run side by side and `end()`, which sets the flag holding it for
-    /// writing, waits for the starts under way and keeps out every later one.
+    /// Whether requests may still start: lowered by `end()` right after ``isActive``, read by every start without
+    /// a lock. A start that reads it raised resumes its task; `end()` cancels that task like every other it
+    /// took, whether the resume lands before or after the cancellation (a cancelled task never starts). So
+    /// `end()` never waits for starts under way, and no start holds a lock across `resume()`.
+    let admitsStarts = Lock(true)
+    /// Whether the session has ended, for code that starts tasks while holding it for reading: `end()` sets it
+    /// holding it for writing. `data(for:)` orders its starts with ``admitsStarts`` instead, without a lock.
     let starts = ReadWriteLock(false)
 
     /// Creates an active session for `account` holding `tokens`.
@@ -239,8 +244,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// requests in flight: the URLSession calls that stop their transfers run on a background queue.
     ///
     /// - Returns: How many requests were in flight and cancelled (0 for calls after the first).
-    /// - Important: Once `end()` returns, the session starts no request (one not yet started never will),
-    ///   hands over no response, and admits no credential write.
+    /// - Important: Once `end()` returns, the session starts no request (one that had not passed its start when
+    ///   `end()` flipped ``isActive`` never will; one whose start was under way at that instant is cancelled with
+    ///   the others, whichever of its start and its cancellation URLSession sees first), hands over no response,
+    ///   and admits no credential write. `end()` never waits for a start under way.
     @discardableResult
     public func end() -> Int {
         finish(refreshError: nil)?.cancelledRequests ?? 0
@@ -276,9 +283,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             return (requests, handlers, lifetime.handoffSession, tokens)
         }
         guard let ended else { return nil }
-        // Nothing can create a task any more (the flag is down). This waits for the starts under way and keeps
-        // out every later one: after it no request of this session can start, and whoever tries to start one
-        // answers it as cancelled.
+        // Nothing can create a task any more (the flag is down), and from here no start that has not checked yet
+        // resumes its task: it answers it as cancelled. A start that checked before is cancelled below with every
+        // other request `end()` took, without waiting for it.
+        admitsStarts.withLock { $0 = false }
         starts.withWriteLock { $0 = true }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it: with 1,000 requests in flight that is about a second on Linux. It runs on the session's
