@@ -84,7 +84,7 @@ import Testing
                 let authorization = try oauth.authorizationRequest(redirectURI: redirectURI, scope: "profile")
                 let callback = try await openInBrowser(authorization.url)  // ASWebAuthenticationSession on iOS
                 let code = try authorization.authorizationCode(from: callback)
-                return try await oauth.exchange(code: code, pkce: authorization.pkce, redirectURI: redirectURI)
+                return try await oauth.exchange(code: code, for: authorization)
             }
             // sample-end: getting-started-sign-in
             #expect(manager.state == .active(account, offline: false))

@@ -4,10 +4,10 @@ import Foundation
 ///
 /// Open ``url`` in a browser; when the browser comes back to the redirect URI, pass the callback URL (and the
 /// authorization server's issuer, if you know it) to ``authorizationCode(from:expectedIssuer:)``, which checks
-/// ``state``, then exchange the code with ``OAuthClient/exchange(code:pkce:redirectURI:)`` using ``pkce`` and the
-/// same ``redirectURI``.
+/// ``state``, then exchange the code with ``OAuthClient/exchange(code:for:)``, which sends the PKCE verifier this
+/// request keeps and the same ``redirectURI``.
 public struct AuthorizationRequest: Sendable, Equatable {
-    /// The names SessionKit sets itself; ``init(authorizationEndpoint:clientID:redirectURI:scope:state:pkce:additionalParameters:)``
+    /// The names SessionKit sets itself; ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``
     /// refuses them as additional parameters so a caller cannot weaken PKCE or the state check by accident.
     public static let reservedParameterNames: Set<String> = [
         "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method",
@@ -24,7 +24,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
     /// The opaque value the callback must echo; it binds the callback to this request (CSRF protection).
     public let state: String
     /// The PKCE pair whose challenge the URL carries.
-    public let pkce: PKCE
+    package let pkce: PKCE
     /// Extra query parameters, such as `prompt` or `login_hint`.
     public let additionalParameters: [String: String]
     /// The URL to open: the endpoint (its own query kept, RFC 6749 §3.1) with the request's parameters, form-encoded.
@@ -42,7 +42,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
     ///   - additionalParameters: Extra parameters, none of them in ``reservedParameterNames``; added in name order.
     /// - Throws: `SessionError(.invalidInput)` when an argument breaks the rules above, or an additional parameter
     ///   repeats one SessionKit sets or one already in the endpoint's query.
-    public init(
+    package init(
         authorizationEndpoint: URL,
         clientID: String,
         redirectURI: String,

@@ -125,8 +125,21 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         try await requestTokens(.refreshToken(refreshToken, scope: nil))
     }
 
-    /// Exchanges an authorization code for tokens, proving possession of the PKCE verifier (RFC 6749 §4.1.3,
-    /// RFC 7636 §4.5).
+    /// Exchanges the authorization code a callback answering `request` carried for tokens, proving possession of
+    /// the request's PKCE verifier and sending its redirect URI (RFC 6749 §4.1.3, RFC 7636 §4.5).
+    ///
+    /// - Parameters:
+    ///   - code: The code from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
+    ///   - request: The authorization request the code answers.
+    /// - Returns: The tokens.
+    /// - Throws: ``SessionError``: `authorizationFailed` when the server refuses the code (`invalid_grant` here
+    ///   refuses the code or the verifier, not a refresh token; ``SessionError/oauthError`` says which error),
+    ///   and otherwise as ``refresh(using:)``.
+    public func exchange(code: String, for request: AuthorizationRequest) async throws -> TokenSet {
+        try await exchange(code: code, pkce: request.pkce, redirectURI: request.redirectURI)
+    }
+
+    /// ``exchange(code:for:)`` with the PKCE pair and redirect URI given apart.
     ///
     /// - Parameters:
     ///   - code: The code from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
@@ -136,7 +149,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Throws: ``SessionError``: `authorizationFailed` when the server refuses the code (`invalid_grant` here
     ///   refuses the code or the verifier, not a refresh token; ``SessionError/oauthError`` says which error),
     ///   and otherwise as ``refresh(using:)``.
-    public func exchange(code: String, pkce: PKCE, redirectURI: String) async throws -> TokenSet {
+    package func exchange(code: String, pkce: PKCE, redirectURI: String) async throws -> TokenSet {
         do {
             return try await requestTokens(
                 .authorizationCode(code: code, codeVerifier: pkce.verifier, redirectURI: redirectURI))
@@ -159,7 +172,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Returns: The tokens.
     /// - Throws: ``SessionError``: `authorizationFailed` for a wrong username or password (`invalid_grant`), and
     ///   otherwise as ``refresh(using:)``.
-    public func password(username: String, password: String, scope: String? = nil) async throws -> TokenSet {
+    package func password(username: String, password: String, scope: String? = nil) async throws -> TokenSet {
         do {
             return try await requestTokens(.password(username: username, password: password, scope: scope))
         } catch let error as SessionError where error.code == .refreshRejected {
@@ -172,22 +185,26 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// Builds the authorization request that starts an authorization code grant, with a fresh PKCE pair and state.
     ///
     /// Open ``AuthorizationRequest/url``; when the browser comes back, read the code with
-    /// ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)`` and pass it to
-    /// ``exchange(code:pkce:redirectURI:)`` with ``AuthorizationRequest/pkce`` and the same redirect URI.
+    /// ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)`` and pass it to ``exchange(code:for:)``
+    /// with this request.
     ///
     /// - Parameters:
     ///   - redirectURI: The registered redirect URI.
     ///   - scope: The scope to ask for, or `nil` for the server's default.
+    ///   - additionalParameters: Extra query parameters (`prompt`, `login_hint`, …), none of them in
+    ///     ``AuthorizationRequest/reservedParameterNames``; added in name order.
     /// - Returns: The request; keep it until the callback arrives.
     /// - Throws: `SessionError(.invalidInput)` when no authorization endpoint is configured or an argument is not
     ///   acceptable.
-    public func authorizationRequest(redirectURI: String, scope: String? = nil) throws -> AuthorizationRequest {
+    public func authorizationRequest(
+        redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
+    ) throws -> AuthorizationRequest {
         guard let endpoint = configuration.authorizationEndpoint else {
             throw SessionError(.invalidInput, "the OAuth client has no authorization endpoint configured")
         }
         return try AuthorizationRequest(
             authorizationEndpoint: endpoint, clientID: configuration.clientID, redirectURI: redirectURI,
-            scope: scope, pkce: PKCE())
+            scope: scope, pkce: PKCE(), additionalParameters: additionalParameters)
     }
 
     /// Sends one token request and reads the answer.

@@ -4,7 +4,7 @@
 /// the code exchange: a stolen authorization code is then useless without the verifier.
 ///
 /// - Important: ``verifier`` is a secret for the length of one sign-in. The description redacts it.
-public struct PKCE: Sendable, Equatable, CustomStringConvertible {
+package struct PKCE: Sendable, Equatable, CustomStringConvertible {
     /// The code verifier: 43 to 128 unreserved characters (RFC 7636 §4.1).
     public let verifier: String
     /// `BASE64URL(SHA256(ASCII(verifier)))`, without padding (RFC 7636 §4.2).
