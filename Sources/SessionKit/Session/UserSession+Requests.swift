@@ -28,26 +28,18 @@ extension UserSession {
     ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let method = (request.httpMethod ?? "GET").uppercased()
-        let replayable = RetryPolicy.isReplayable(request)
         let cacheable = (method == "GET" || method == "HEAD") && configuration.cacheMaximumBytes > 0
-        var attempt = 1
-        var recoveredFromUnauthorized = false
         var bypassCache = false
 
-        while true {
-            try Task.checkCancellation()
-            if let refresher { try await refresher.refreshIfExpiring(self) }
-            guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
-                throw SessionError.ended
-            }
-            var outgoing = request
-            outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-
+        // The token, 401 recovery and retry rules are `sendAuthorized`'s, shared with every other request kind;
+        // what is particular to `data(for:)` is the cache, consulted before each attempt and filled after.
+        typealias Sent = (data: Data, request: URLRequest, at: ContinuousClock.Instant?)
+        let (sent, response) = try await sendAuthorized(request) { outgoing -> AttemptResult<Sent> in
+            var outgoing = outgoing
             if cacheable && !bypassCache {
                 switch cache.lookup(for: outgoing) {
                 case .fresh(let cached):
-                    guard isActive else { throw SessionError.ended }
-                    return (cached.body, cached.response)
+                    return .result((cached.body, outgoing, nil), cached.response)
                 case .needsValidation(_, let conditionalHeaders):
                     for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
                 case .miss:
@@ -56,95 +48,38 @@ extension UserSession {
             }
 
             let sentAt = configuration.clock.now
-            let data: Data
-            let response: HTTPURLResponse
-            do {
-                (data, response) = try await send(outgoing)
-            } catch let failure as TransportFailure {
-                let error = failure.error(replayable: replayable)
-                if error.code == .sessionEnded {
-                    // URLError.cancelled: the session ended, or the calling task was cancelled.
-                    if !isActive { throw error }
-                    if Task.isCancelled { throw CancellationError() }
-                }
-                if replayable, failure.isRetryable, attempt < configuration.retryPolicy.maximumAttempts {
-                    attempt += 1
-                    try await backoff(before: attempt, retryAfter: nil)
-                    continue
-                }
-                throw error
-            }
-            // A response that arrives after `end()` is never handed over.
-            guard isActive else { throw SessionError.ended }
-
-            switch response.statusCode {
-            case 304 where cacheable && !bypassCache:
+            let (data, response) = try await send(outgoing)
+            if response.statusCode == 304 && cacheable && !bypassCache {
+                // A response that arrives after `end()` is never handed over.
+                guard isActive else { throw SessionError.ended }
                 if let refreshed = cache.revalidated(
                     response,
                     for: outgoing,
                     requestSentAt: sentAt,
                     responseReceivedAt: configuration.clock.now
                 ) {
-                    return (refreshed.body, refreshed.response)
+                    return .result((refreshed.body, outgoing, nil), refreshed.response)
                 }
                 // The entry was evicted while the request was in flight: ask again, unconditionally.
                 bypassCache = true
-                continue
-            case 401:
-                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
-                // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.
-                if challenge?.error == "insufficient_scope" {
-                    throw SessionError(.backendDenied, "the token lacks the scope this request needs", statusCode: 401)
-                }
-                guard let refresher else {
-                    throw SessionError(.accessExpired, "the access token was rejected", statusCode: 401)
-                }
-                guard !recoveredFromUnauthorized else {
-                    // A fresh token was rejected too: the server no longer honours this session.
-                    throw SessionError(
-                        .sessionRevoked, "the server rejected a freshly refreshed token", statusCode: 401)
-                }
-                recoveredFromUnauthorized = true
-                try await refresher.recover(self, rejectedToken: token)
-                guard replayable else {
-                    throw SessionError(
-                        .accessExpired,
-                        "the access token was rejected; it has been refreshed, but a \(method) without an "
-                            + "Idempotency-Key is not replayed automatically",
-                        statusCode: 401
-                    )
-                }
-                continue
-            case let status
-            where replayable && configuration.retryPolicy.retryableStatuses.contains(status)
-                && attempt < configuration.retryPolicy.maximumAttempts:
-                attempt += 1
-                try await backoff(before: attempt, retryAfter: retryAfter(of: response))
-                continue
-            case let status
-            where (status == 409 || status == 422) && request.value(forHTTPHeaderField: "Idempotency-Key") != nil:
-                throw SessionError(
-                    .idempotencyConflict,
-                    "the server refused the Idempotency-Key request as a conflict",
-                    statusCode: response.statusCode
-                )
-            default:
-                break
+                return .again
             }
-
-            if cacheable {
-                cache.store(
-                    response,
-                    body: data,
-                    for: outgoing,
-                    requestSentAt: sentAt,
-                    responseReceivedAt: configuration.clock.now
-                )
-            } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
-                cache.invalidate(for: outgoing)
-            }
-            return (data, response)
+            return .answer((data, outgoing, sentAt), response)
         }
+
+        guard let sentAt = sent.at else { return (sent.data, response) }
+        if cacheable {
+            cache.store(
+                response,
+                body: sent.data,
+                for: sent.request,
+                requestSentAt: sentAt,
+                responseReceivedAt: configuration.clock.now
+            )
+        } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
+            cache.invalidate(for: sent.request)
+        }
+        return (sent.data, response)
     }
 
     /// Refreshes the access token now, whatever the current one's expiry; the session holds the new tokens when
@@ -160,7 +95,7 @@ extension UserSession {
         _ = try await refresher.forceRefresh(self)
     }
 
-    private func backoff(before attempt: Int, retryAfter: Duration?) async throws {
+    func backoff(before attempt: Int, retryAfter: Duration?) async throws {
         let delay = configuration.retryPolicy.delay(
             beforeAttempt: attempt,
             retryAfter: retryAfter,
@@ -169,7 +104,7 @@ extension UserSession {
         try await configuration.clock.sleep(for: delay)
     }
 
-    private func retryAfter(of response: HTTPURLResponse) -> Duration? {
+    func retryAfter(of response: HTTPURLResponse) -> Duration? {
         guard let value = response.value(forHTTPHeaderField: "Retry-After") else { return nil }
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }

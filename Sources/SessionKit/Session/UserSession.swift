@@ -89,6 +89,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
+        /// The URLSession of uploads, downloads, byte streams and WebSockets, created on the first one
+        /// (`UserSession+Transfers.swift`); the end handler it registers cancels its tasks and invalidates it.
+        var transfers: TransferSession?
+        /// Where ``download(for:progress:)`` writes: set by the manager to the account's directory; `nil` for a
+        /// private temporary directory created on the first download and removed when the session ends.
+        var downloadsDirectory: URL?
         /// Set when a sign-out has queued the deletion of the account's record: from then on refreshed tokens
         /// are kept in memory (for the session's last requests and for revocation) and never stored.
         var credentialWritesSealed = false
@@ -205,10 +211,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
         // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
         // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
-        let (active, handoff) = lifetime.withLock { ($0.isActive, $0.handoffSession) }
-        guard active else { return }  // `end()` invalidated both.
+        let (active, handoff, transfers) = lifetime.withLock { ($0.isActive, $0.handoffSession, $0.transfers) }
+        guard active else { return }  // `end()` invalidated them all.
         urlSession.finishTasksAndInvalidate()
         handoff?.finishTasksAndInvalidate()
+        transfers?.urlSession.finishTasksAndInvalidate()
     }
 
     /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
