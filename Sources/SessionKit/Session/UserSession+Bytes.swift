@@ -63,7 +63,11 @@ extension UserSession {
     ///
     /// ```swift
     /// let (bytes, response) = try await session.bytes(for: URLRequest(url: eventsURL))
-    /// for try await line in bytes.lines { handle(line) }
+    /// var line = [UInt8]()
+    /// for try await byte in bytes {
+    ///     if byte == UInt8(ascii: "\n") { handle(String(decoding: line, as: UTF8.self)); line = [] }
+    ///     else { line.append(byte) }
+    /// }
     /// ```
     ///
     /// - Parameter request: The request; its `Authorization` header is replaced.
@@ -121,7 +125,7 @@ extension UserSession {
                     continuation.yield(chunk)
                 }
                 do {
-                    try startTransfer(handle: handle, events: events) { urlSession in
+                    try startTransfer(handle: handle, events: events) { urlSession, _ in
                         urlSession.dataTask(with: request)
                     }
                 } catch {

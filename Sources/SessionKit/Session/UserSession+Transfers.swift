@@ -69,7 +69,8 @@ extension UserSession {
         guard file.isFileURL, FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory),
             !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: file.path)
         else {
-            throw SessionError(.invalidInput, "the upload's file is not a readable regular file: \(file.lastPathComponent)")
+            throw SessionError(
+                .invalidInput, "the upload's file is not a readable regular file: \(file.lastPathComponent)")
         }
         return try await sendAuthorized(request) { outgoing in
             let received = TransferBody.memory()
@@ -172,11 +173,11 @@ extension UserSession {
     func startTransfer(
         handle: RequestHandle,
         events: TransferEvents,
-        make: (URLSession) -> URLSessionTask
+        make: (URLSession, _ accessToken: String?) -> URLSessionTask
     ) throws -> (transfers: TransferSession, task: URLSessionTask) {
         let created = lifetime.withLock { lifetime -> (TransferSession, URLSessionTask)? in
             guard let transfers = transferSession(&lifetime) else { return nil }
-            let task = make(transfers.urlSession)
+            let task = make(transfers.urlSession, lifetime.tokens?.accessToken)
             transfers.register(task, events)
             return (transfers, task)
         }
@@ -202,7 +203,8 @@ extension UserSession {
         guard let transfers else { throw SessionError.ended }
         let isUpload = request.httpMethod.map { $0.uppercased() != "GET" && $0.uppercased() != "HEAD" } ?? false
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPURLResponse, any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<HTTPURLResponse, any Error>) in
                 let response = Lock<HTTPURLResponse?>(nil)
                 var events = TransferEvents { [weak self] error in
                     guard handle.claimAnswer() else { return }
@@ -227,7 +229,9 @@ extension UserSession {
                     // queued before the cancellation still arrive.
                     guard self?.isActive == true else { return }
                     let total = body.append(chunk)
-                    if !isUpload, let total { progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected)) }
+                    if !isUpload, let total {
+                        progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+                    }
                     if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
                 }
                 if let progress {
@@ -236,7 +240,7 @@ extension UserSession {
                     }
                 }
                 do {
-                    try startTransfer(handle: handle, events: events, make: make)
+                    try startTransfer(handle: handle, events: events) { urlSession, _ in make(urlSession) }
                 } catch {
                     if handle.claimAnswer() { continuation.resume(throwing: error) }
                 }
