@@ -217,6 +217,10 @@ struct TransportFailure: Error {
     var isCancellation: Bool { code == .cancelled }
 
     func error(replayable: Bool) -> SessionError {
+        mapped(replayable: replayable).keeping(underlying as? URLError)
+    }
+
+    private func mapped(replayable: Bool) -> SessionError {
         switch code {
         case .cancelled?:
             // `end()` and task cancellation both surface as URLError.cancelled; the caller re-checks which.
