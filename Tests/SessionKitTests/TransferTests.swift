@@ -281,6 +281,50 @@ import Testing
         }
     }
 
+    // MARK: - Timeouts
+
+    /// A transfer has no deadline on the whole exchange: bytes that keep coming keep it going past the request
+    /// timeout, and only `end()` stops it here.
+    @Test func aDownloadWhoseBytesKeepMovingOutlivesTheRequestTimeout() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/slow") { _ in
+                LocalServer.Response(body: Data("s".utf8)).failing(with: .trickle(every: .milliseconds(100)))
+            }
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"),
+                configuration: UserSession.Configuration(requestTimeout: .seconds(1), retryPolicy: .never))
+            let pastTimeout = Gate()
+            let download = Task {
+                try await session.download(for: get(server, "/slow")) { progress in
+                    // 25 bytes at one per 100 ms: about 2.5 s, well past the 1 s timeout.
+                    if progress.completedBytes >= 25 { pastTimeout.open() }
+                }
+            }
+            await pastTimeout.wait()
+            session.end()
+            let error = await #expect(throws: SessionError.self) { try await download.value }
+            #expect(error?.code == .sessionEnded)
+        }
+    }
+
+    /// When no byte moves for the request timeout, the transfer fails with `timedOut`.
+    @Test func aDownloadThatStallsFailsAfterTheRequestTimeout() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/stalled") { _ in LocalServer.Response(body: Data("late".utf8)).delayed(by: .seconds(30)) }
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"),
+                configuration: UserSession.Configuration(requestTimeout: .seconds(1), retryPolicy: .never))
+            defer { session.end() }
+            let error = await #expect(throws: SessionError.self) {
+                try await session.download(for: get(server, "/stalled"))
+            }
+            #expect(error?.code == .timedOut)
+            #expect(error?.underlyingError as? URLError != nil)
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: session.downloadsDirectory.path)) ?? []
+            #expect(left.isEmpty)
+        }
+    }
+
     // MARK: - Refused after end()
 
     @Test func everyKindIsRefusedAfterEndAndNothingLeaves() async throws {
