@@ -85,8 +85,10 @@ import Testing
         let call = Task {
             try await session.withAccessToken { token -> String in
                 inside.open()
-                while !Task.isCancelled { await Task.yield() }
-                sawCancellation.open()
+                // Bounded, so that a session that fails to cancel the work fails the test instead of hanging it.
+                let giveUp = ContinuousClock.now.advanced(by: .seconds(30))
+                while !Task.isCancelled && ContinuousClock.now < giveUp { await Task.yield() }
+                if Task.isCancelled { sawCancellation.open() }
                 return token
             }
         }

@@ -221,26 +221,33 @@ import Testing
         }
     }
 
+    /// A session a manager made downloads into its account's directory, which outlives the session (an account
+    /// switch or a re-login ends it without a sign-out): the cancelled download's partial file must go by itself.
     @Test func endCancelsADownloadMidBodyAndLeavesNoPartialFile() async throws {
-        try await LocalServer.withRunning { server async throws in
-            server.route("/big") { _ in
-                LocalServer.Response(body: Data("chunk".utf8)).failing(with: .trickle(every: .milliseconds(5)))
-            }
-            let session = UserSession(account: alice, tokens: tokens("alice"))
-            let started = Gate()
-            let download = Task {
-                try await session.download(for: get(server, "/big")) { progress in
-                    if progress.completedBytes > 0 { started.open() }
+        try await TemporaryDirectory.with { root in
+            try await LocalServer.withRunning { server async throws in
+                server.route("/big") { _ in
+                    LocalServer.Response(body: Data("chunk".utf8)).failing(with: .trickle(every: .milliseconds(5)))
                 }
+                let manager = SessionManager(
+                    configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
+                let session = try await manager.signIn(alice, tokens: tokens("alice"))
+                let started = Gate()
+                let download = Task {
+                    try await session.download(for: get(server, "/big")) { progress in
+                        if progress.completedBytes > 0 { started.open() }
+                    }
+                }
+                await started.wait()
+                let directory = session.downloadsDirectory
+                #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
+                session.end()
+                let error = await #expect(throws: SessionError.self) { try await download.value }
+                #expect(error?.code == .sessionEnded)
+                #expect(FileManager.default.fileExists(atPath: directory.path))
+                let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+                #expect(left.isEmpty)
             }
-            await started.wait()
-            let directory = session.downloadsDirectory
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
-            session.end()
-            let error = await #expect(throws: SessionError.self) { try await download.value }
-            #expect(error?.code == .sessionEnded)
-            let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-            #expect(left.isEmpty)
         }
     }
 
