@@ -295,22 +295,28 @@ import Testing
     @Test func aDownloadWhoseBytesKeepMovingOutlivesTheRequestTimeout() async throws {
         try await LocalServer.withRunning { server async throws in
             server.route("/slow") { _ in
-                LocalServer.Response(body: Data("s".utf8)).failing(with: .trickle(every: .milliseconds(100)))
+                LocalServer.Response(body: Data("s".utf8)).failing(with: .trickle(every: .milliseconds(50)))
             }
             let session = UserSession(
                 account: alice, tokens: tokens("alice"),
-                configuration: UserSession.Configuration(requestTimeout: .seconds(1), retryPolicy: .never))
+                configuration: UserSession.Configuration(requestTimeout: .seconds(2), retryPolicy: .never))
             let pastTimeout = Gate()
             let download = Task {
                 try await session.download(for: get(server, "/slow")) { progress in
-                    // 25 bytes at one per 100 ms: about 2.5 s, well past the 1 s timeout.
-                    if progress.completedBytes >= 25 { pastTimeout.open() }
+                    // 80 bytes at one per 50 ms: about 4 s, twice the 2 s timeout.
+                    if progress.completedBytes >= 80 { pastTimeout.open() }
                 }
+            }
+            // Also opened if the download ends first, so that a failure is reported rather than waited out.
+            let ended = Task {
+                _ = try? await download.value
+                pastTimeout.open()
             }
             await pastTimeout.wait()
             session.end()
             let error = await #expect(throws: SessionError.self) { try await download.value }
             #expect(error?.code == .sessionEnded)
+            await ended.value
         }
     }
 

@@ -24,7 +24,7 @@ extension UserSession {
     ///
     /// - Parameters:
     ///   - request: The request as the caller gave it; its `Authorization` header is replaced on every attempt.
-    ///   - attempt: Sends `outgoing` (which carries the token) once. It throws ``TransportFailure`` for a failure
+    ///   - attempt: Sends `outgoing` (which carries the token) once. It throws `TransportFailure` for a failure
     ///     below HTTP, which the loop maps and may retry.
     ///   - discard: Releases the value of an answer the loop does not hand back (a 401's body, a retried 503's
     ///     download, a stream to close).

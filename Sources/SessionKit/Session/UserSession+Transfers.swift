@@ -190,7 +190,7 @@ extension UserSession {
     /// Runs one transfer to its end, its response body going into `body`.
     ///
     /// - Returns: The response.
-    /// - Throws: ``TransportFailure`` for a failure below HTTP (a cancellation included), `sessionEnded` when the
+    /// - Throws: `TransportFailure` for a failure below HTTP (a cancellation included), `sessionEnded` when the
     ///   session had ended before it started, `storageFailure` when `body` could not be written.
     func transfer(
         _ request: URLRequest,
