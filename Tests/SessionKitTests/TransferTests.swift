@@ -338,6 +338,31 @@ import Testing
         }
     }
 
+    // MARK: - WebSockets
+
+    /// What a WebSocket promises that Linux can check: its handshake request carries this session's token (whatever
+    /// header it came with), a URL that cannot be a WebSocket is refused with a typed error, and `end()` leaves the
+    /// task finished. (FoundationNetworking opens WebSockets only with a libcurl built with WebSocket support, which
+    /// Debian 12's is not: there the task fails at once with `unsupportedURL`, and no loopback handshake can run.)
+    @Test func aWebSocketsHandshakeCarriesTheSessionsTokenAndEndFinishesIt() async throws {
+        let session = UserSession(account: alice, tokens: tokens("alice"))
+        var request = URLRequest(url: URL(string: "ws://127.0.0.1:9/socket")!)
+        request.setValue("Bearer someone-else", forHTTPHeaderField: "Authorization")
+        let task = try await session.webSocket(for: request)
+        #expect(task.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice")
+
+        let refused = await #expect(throws: SessionError.self) {
+            try await session.webSocket(for: URLRequest(url: URL(string: "ftp://127.0.0.1/socket")!))
+        }
+        #expect(refused?.code == .invalidInput)
+
+        session.end()
+        let finished = await eventually(within: .seconds(60)) { task.state == .completed }
+        #expect(finished)
+        let transfers = try #require(session.lifetime.withLock { $0.transfers })
+        #expect(transfers.inFlight == 0)
+    }
+
     // MARK: - Refused after end()
 
     @Test func everyKindIsRefusedAfterEndAndNothingLeaves() async throws {

@@ -8,7 +8,7 @@ extension UserSession {
     /// Opens a WebSocket as this session's account: the opening handshake carries this session's token, and the
     /// connection belongs to the session.
     ///
-    /// The token is refreshed first if it is about to expire. The task is started before it is returned; send and
+    /// The token is refreshed first if it is about to expire. The task is resumed before it is returned; send and
     /// receive on it as on any `URLSessionWebSocketTask`. ``end()`` cancels it (a receive in progress fails), and a
     /// call after `end()` is refused.
     ///
