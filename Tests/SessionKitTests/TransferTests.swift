@@ -38,6 +38,12 @@ import Testing
         Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
     }
 
+    /// Waits, at most a minute, until no transfer of `session` is in flight.
+    private static func transfersStop(in session: UserSession) async -> Bool {
+        guard let transfers = session.lifetime.withLock({ $0.transfers }) else { return true }
+        return await eventually(within: .seconds(60)) { transfers.inFlight == 0 }
+    }
+
     // MARK: - Token carried
 
     @Test func anUploadFromDataCarriesTheSessionsTokenAndItsBodyAndReportsProgress() async throws {
@@ -216,6 +222,9 @@ import Testing
             let upload = Task { try await session.upload(for: Self.put(server, "/held"), from: Data("x".utf8)) }
             await never.waitForArrivals(1)
             session.end()
+            let stopped = await Self.transfersStop(in: session)
+            #expect(stopped, "end() returned, but the upload is still in flight")
+            if !stopped { upload.cancel() }  // so that a failure ends the test instead of hanging it
             let error = await #expect(throws: SessionError.self) { try await upload.value }
             #expect(error?.code == .sessionEnded)
         }
@@ -242,6 +251,9 @@ import Testing
                 let directory = session.downloadsDirectory
                 #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
                 session.end()
+                let stopped = await Self.transfersStop(in: session)
+                #expect(stopped, "end() returned, but the download is still in flight")
+                if !stopped { download.cancel() }
                 let error = await #expect(throws: SessionError.self) { try await download.value }
                 #expect(error?.code == .sessionEnded)
                 #expect(FileManager.default.fileExists(atPath: directory.path))
@@ -264,10 +276,12 @@ import Testing
                 for try await _ in bytes {
                     received += 1
                     if received == 3 { session.end() }
+                    // A stream that `end()` did not stop would run on forever (the server never finishes).
+                    if received == 2_000 { break }
                 }
             }
             #expect(error?.code == .sessionEnded)
-            #expect(received >= 3)
+            #expect(received >= 3 && received < 2_000)
         }
     }
 
@@ -314,6 +328,7 @@ import Testing
             }
             await pastTimeout.wait()
             session.end()
+            if !(await Self.transfersStop(in: session)) { download.cancel() }
             let error = await #expect(throws: SessionError.self) { try await download.value }
             #expect(error?.code == .sessionEnded)
             await ended.value
