@@ -118,7 +118,7 @@ final class OAuthTransport: Sendable {
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.
     ///
-    /// The `URLError` is read by `TransportFailureKind`, as a session's requests read it, and kept as the
+    /// The `URLError` is read by `TransportFailureKind`, as a session's requests read it, and its code kept as the
     /// error's ``SessionError/underlyingError``.
     static func map(_ error: any Error, endpoint: String) -> any Error {
         if error is CancellationError { return error }
@@ -145,6 +145,6 @@ final class OAuthTransport: Sendable {
             mapped = SessionError(
                 .networkUnavailable, "the connection to \(endpoint) failed (URLError \(code.rawValue))")
         }
-        return mapped.keeping(error as? URLError)
+        return mapped.keeping(TransportFailure.copy(of: error))
     }
 }
