@@ -51,7 +51,9 @@ import Testing
         let callers = (0..<5).map { _ in
             Task { try await session.withAccessToken(minimumValidity: .seconds(600)) { $0 } }
         }
-        await gate.waitForArrivals(1)
+        // Bounded: a session that does not refresh would leave the gate waiting for an arrival that never comes.
+        let refreshing = await eventually(within: .seconds(60)) { gate.arrivals >= 1 }
+        #expect(refreshing, "no refresh started for a token that expires sooner than asked")
         gate.open()
         for caller in callers { #expect(try await caller.value == "token-alice-2") }
         #expect(endpoint.count == 1)
