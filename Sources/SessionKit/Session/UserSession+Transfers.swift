@@ -82,7 +82,10 @@ extension UserSession {
     }
 
     /// Downloads the response to `request` into a new file in this session's ``downloadsDirectory``, writing it as
-    /// it arrives: a body of any size never sits in memory.
+    /// it arrives: the body is never assembled in memory.
+    ///
+    /// FoundationNetworking cannot pause a transfer, so chunks that arrive faster than the disk takes them wait in
+    /// memory meanwhile (`sessionkit-bench`, `transfer.download.peak_megabytes.n1024`).
     ///
     /// The same rules as ``data(for:)`` apply: this session's token, one 401 recovery, replay of replayable requests
     /// only, cancelled by ``end()`` (the partial file is deleted) and refused after it. Whatever the status, the
