@@ -304,37 +304,6 @@ import Testing
 
     // MARK: - Timeouts
 
-    /// A transfer has no deadline on the whole exchange: bytes that keep coming keep it going past the request
-    /// timeout, and only `end()` stops it here.
-    @Test func aDownloadWhoseBytesKeepMovingOutlivesTheRequestTimeout() async throws {
-        try await LocalServer.withRunning { server async throws in
-            server.route("/slow") { _ in
-                LocalServer.Response(body: Data("s".utf8)).failing(with: .trickle(every: .milliseconds(50)))
-            }
-            let session = UserSession(
-                account: alice, tokens: tokens("alice"),
-                configuration: UserSession.Configuration(requestTimeout: .seconds(2), retryPolicy: .never))
-            let pastTimeout = Gate()
-            let download = Task {
-                try await session.download(for: get(server, "/slow")) { progress in
-                    // 80 bytes at one per 50 ms: about 4 s, twice the 2 s timeout.
-                    if progress.completedBytes >= 80 { pastTimeout.open() }
-                }
-            }
-            // Also opened if the download ends first, so that a failure is reported rather than waited out.
-            let ended = Task {
-                _ = try? await download.value
-                pastTimeout.open()
-            }
-            await pastTimeout.wait()
-            session.end()
-            if !(await Self.transfersStop(in: session)) { download.cancel() }
-            let error = await #expect(throws: SessionError.self) { try await download.value }
-            #expect(error?.code == .sessionEnded)
-            await ended.value
-        }
-    }
-
     /// When no byte moves for the request timeout, the transfer fails with `timedOut`.
     @Test func aDownloadThatStallsFailsAfterTheRequestTimeout() async throws {
         try await LocalServer.withRunning { server async throws in
