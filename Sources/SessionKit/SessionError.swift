@@ -9,9 +9,14 @@ import Foundation
 /// catch let error as SessionError where error.code == .sessionEnded { /* signed out: drop the result */ }
 /// ```
 ///
+/// As a `LocalizedError`, its `errorDescription` (and so `localizedDescription`) is ``message``. The error that
+/// caused it, when there was one, is kept typed in ``underlyingError``: a `URLError` stays a `URLError`, with its
+/// code, for callers that need more than the taxonomy.
+///
 /// - Important: ``message`` never contains a token. SessionKit builds every message itself and redacts
-///   credential material before it reaches an error, a log line or a description.
-public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible {
+///   credential material before it reaches an error, a log line or a description; text a server sent (an OAuth
+///   `error_description`) has every credential the request carried replaced by a redaction marker.
+public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What went wrong, as a value callers can compare and switch on.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
@@ -77,6 +82,10 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible {
     public let oauthError: String?
     /// How long the server asked the client to wait before trying again (`Retry-After`), when it said.
     public let retryAfter: Duration?
+    /// The error that caused this one, when there was one: the `URLError` of a failed transfer, for instance.
+    ///
+    /// Not part of equality or hashing: two errors with the same code, message and server details are equal.
+    public let underlyingError: (any Error & Sendable)?
 
     /// Creates an error.
     ///
@@ -86,18 +95,55 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible {
     ///   - statusCode: The HTTP status involved, if any.
     ///   - oauthError: The OAuth error code the server sent, if any.
     ///   - retryAfter: The server's requested wait, if any.
+    ///   - underlyingError: The error that caused this one, if any.
     public init(
         _ code: Code,
         _ message: String,
         statusCode: Int? = nil,
         oauthError: String? = nil,
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil,
+        underlyingError: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.message = message
         self.statusCode = statusCode
         self.oauthError = oauthError
         self.retryAfter = retryAfter
+        self.underlyingError = underlyingError
+    }
+
+    /// ``message``, for `LocalizedError` (and so `localizedDescription`).
+    public var errorDescription: String? { message }
+
+    /// Whether two errors have the same code, message and server details; ``underlyingError`` is not compared.
+    public static func == (lhs: SessionError, rhs: SessionError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.statusCode == rhs.statusCode
+            && lhs.oauthError == rhs.oauthError && lhs.retryAfter == rhs.retryAfter
+    }
+
+    /// Hashes what ``==(_:_:)`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(statusCode)
+        hasher.combine(oauthError)
+        hasher.combine(retryAfter)
+    }
+
+    /// The same error with every occurrence of `secrets` in its message replaced by a redaction marker: for
+    /// messages that quote what a server said, which may echo a credential the request carried.
+    ///
+    /// - Parameter secrets: The credentials the request carried.
+    /// - Returns: The error, redacted.
+    func redacting(_ secrets: [String]) -> SessionError {
+        var message = message
+        // Longest first, so that a secret containing another is replaced whole.
+        for secret in Set(secrets).sorted(by: { $0.count > $1.count }) where !secret.isEmpty {
+            message = message.replacingOccurrences(of: secret, with: Redaction.redact(secret))
+        }
+        return SessionError(
+            code, message, statusCode: statusCode, oauthError: oauthError, retryAfter: retryAfter,
+            underlyingError: underlyingError)
     }
 
     /// A one-line description: the code, then the message and what the server said.
@@ -112,5 +158,14 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether retrying later may succeed without the user doing anything (network, timeout, outage).
     public var isTransient: Bool {
         code == .networkUnavailable || code == .timedOut || code == .providerOutage
+    }
+}
+
+extension SessionError {
+    /// The same error, keeping `underlying` as its cause.
+    func keeping(_ underlying: (any Error & Sendable)?) -> SessionError {
+        SessionError(
+            code, message, statusCode: statusCode, oauthError: oauthError, retryAfter: retryAfter,
+            underlyingError: underlying)
     }
 }

@@ -19,7 +19,7 @@ enum Benchmarks {
     static let all: [Benchmark] =
         RequestBenchmarks.all + InstructionBenchmarks.all + LocalServerBenchmarks.all + CacheBenchmarks.all
         + SessionBenchmarks.all + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all
-        + FleetBenchmarks.all + ChurnBenchmarks.all
+        + FleetBenchmarks.all + ChurnBenchmarks.all + TransferBenchmarks.all
 
     /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
     static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {

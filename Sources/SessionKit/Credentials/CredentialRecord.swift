@@ -74,3 +74,25 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
             + "access: \(Redaction.redact(accessToken)), version: \(version))"
     }
 }
+
+extension CredentialRecord: CustomReflectable {
+    /// What `dump()`, `Mirror` and debuggers show: every field, with the tokens redacted as in ``description``.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "version": version,
+                "account": account,
+                "refreshToken": Redaction.redact(refreshToken),
+                "accessToken": Redaction.redact(accessToken),
+                "accessTokenExpiresAt": accessTokenExpiresAt as Any,
+                "idToken": Redaction.redact(idToken),
+                "scope": scope as Any,
+                "tokenType": tokenType,
+                "savedAt": savedAt,
+                "selectedAt": selectedAt as Any,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

@@ -74,3 +74,23 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
             + "type: \(tokenType), scope: \(scope ?? "nil"), lifetime: \(lifetime.map { "\($0)" } ?? "nil"))"
     }
 }
+
+extension TokenSet: CustomReflectable {
+    /// What `dump()`, `Mirror` and debuggers show: every field, with the tokens redacted as in ``description``.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "accessToken": Redaction.redact(accessToken),
+                "refreshToken": Redaction.redact(refreshToken),
+                "idToken": Redaction.redact(idToken),
+                "scope": scope as Any,
+                "tokenType": tokenType,
+                "lifetime": lifetime as Any,
+                "expiresAt": expiresAt as Any,
+                "receivedAt": receivedAt,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

@@ -3,7 +3,7 @@ import Foundation
 /// Where a manager keeps each account's files, and the one outbox of each account.
 ///
 /// Every path below the data directory is built here and nowhere else: an account's directory
-/// (`accounts/<storage key>`), the outbox kept for an account's next sign-in (`kept-outbox/<storage key>.json`) and
+/// (`accounts/<storage key>`, its `downloads` folder among its files), the outbox kept for an account's next sign-in (`kept-outbox/<storage key>.json`) and
 /// the purge journal (`purge-pending`).
 final class AccountDirectories: Sendable {
     /// The app-chosen root, or `nil` when everything stays in memory.
@@ -17,6 +17,11 @@ final class AccountDirectories: Sendable {
     /// The folder of `account`'s files, without creating it.
     func location(of account: Account) -> URL? {
         root?.appendingPathComponent("accounts").appendingPathComponent(account.storageKey)
+    }
+
+    /// The folder `account`'s sessions download into, inside its own folder so that the purge removes it too.
+    func downloads(of account: Account) -> URL? {
+        location(of: account)?.appendingPathComponent("downloads")
     }
 
     /// The outbox set aside at `account`'s last sign-out.

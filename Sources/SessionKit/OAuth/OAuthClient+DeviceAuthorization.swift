@@ -56,7 +56,8 @@ extension OAuthClient {
             case .finished(let tokens):
                 return tokens
             case .failed(let error):
-                throw error
+                // A server's error_description may quote the device code it was sent.
+                throw error.redacting([authorization.deviceCode])
             case .poll(let wait):
                 try await clock.sleep(for: wait)
                 do {

@@ -42,7 +42,8 @@ extension OAuthClient {
                         "the revocation endpoint does not revoke \(hint.rawValue)s: unsupported_token_type",
                         statusCode: answer.statusCode, oauthError: "unsupported_token_type")
                 case .failed(let error):
-                    throw error
+                    // A server's error_description may quote the token it was asked to revoke.
+                    throw error.redacting([token])
                 case .retryable(let after):
                     retryAfter = after
                     failure = SessionError(

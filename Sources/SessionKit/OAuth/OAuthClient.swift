@@ -213,11 +213,16 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Returns: The tokens, their expiry measured from the arrival of the response.
     /// - Throws: The classified error.
     func requestTokens(_ grant: TokenRequest.Grant) async throws -> TokenSet {
-        let request = try TokenRequest(grant: grant, clientID: configuration.clientID)
-            .urlRequest(endpoint: configuration.tokenEndpoint)
+        let tokenRequest = try TokenRequest(grant: grant, clientID: configuration.clientID)
+        let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
         let answer = try await transport.send(request, to: "the token endpoint")
-        return try TokenResponse.parse(
-            data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
-            receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
+        do {
+            return try TokenResponse.parse(
+                data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
+                receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
+        } catch let error as SessionError {
+            // A server's error_description may quote what it was sent: the refresh token, the code.
+            throw error.redacting(tokenRequest.secrets)
+        }
     }
 }

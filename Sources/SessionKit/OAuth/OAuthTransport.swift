@@ -116,37 +116,34 @@ final class OAuthTransport: Sendable {
     }
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.
+    ///
+    /// The `URLError` is read by `TransportFailureKind`, as a session's requests read it, and its code kept as the
+    /// error's ``SessionError/underlyingError``.
     static func map(_ error: any Error, endpoint: String) -> any Error {
         if error is CancellationError { return error }
-        guard let code = (error as? URLError)?.code else {
-            return SessionError(.networkUnavailable, "the request to \(endpoint) failed (\(type(of: error)))")
-        }
-        let malformed = SessionError(.malformedResponse, "\(endpoint) answered with something that is not HTTP")
-        switch code {
+        let code = (error as? URLError)?.code
+        let mapped: SessionError
+        // The endpoint's URL was checked to be http(s) before sending.
+        switch TransportFailureKind(error, wasHTTP: true) {
         case .cancelled:
             if Task.isCancelled { return CancellationError() }
-            return SessionError(.networkUnavailable, "the request to \(endpoint) was cancelled")
+            mapped = SessionError(.networkUnavailable, "the request to \(endpoint) was cancelled")
         case .timedOut:
-            return SessionError(.timedOut, "\(endpoint) did not answer in time")
-        case .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
-            return malformed
-        #if canImport(FoundationNetworking)
-            // libcurl reports a connection closed before any byte of an answer ("empty reply from server") as
-            // badServerResponse, and an answer that is not HTTP/1.x as an unsupported protocol; the endpoint's
-            // URL was checked to be http(s) before sending, so the latter can only be the answer's fault.
-            case .badServerResponse:
-                return SessionError(.networkUnavailable, "\(endpoint) closed the connection without answering")
-            case .unsupportedURL:
-                return malformed
-        #else
-            case .badServerResponse:
-                return malformed
-        #endif
-        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
-            return SessionError(.networkUnavailable, "\(endpoint) could not be reached (URLError \(code.rawValue))")
-        default:
-            return SessionError(
+            mapped = SessionError(.timedOut, "\(endpoint) did not answer in time")
+        case .malformedAnswer:
+            mapped = SessionError(.malformedResponse, "\(endpoint) answered with something that is not HTTP")
+        case .closedWithoutAnswer:
+            mapped = SessionError(.networkUnavailable, "\(endpoint) closed the connection without answering")
+        case .notSent where code != .badURL:
+            mapped = SessionError(
+                .networkUnavailable, "\(endpoint) could not be reached (URLError \(code?.rawValue ?? 0))")
+        case .notSent, .failed:
+            guard let code else {
+                return SessionError(.networkUnavailable, "the request to \(endpoint) failed (\(type(of: error)))")
+            }
+            mapped = SessionError(
                 .networkUnavailable, "the connection to \(endpoint) failed (URLError \(code.rawValue))")
         }
+        return mapped.keeping(TransportFailure.copy(of: error))
     }
 }

@@ -75,7 +75,7 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
         /// The parameter value.
         public let value: String
 
-        private static let publicNames: Set<String> = ["grant_type", "client_id", "scope", "redirect_uri"]
+        static let publicNames: Set<String> = ["grant_type", "client_id", "scope", "redirect_uri"]
 
         /// `name=value`, with the value redacted unless it is known not to be a credential.
         public var description: String {
@@ -143,5 +143,44 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         let names = formParameters.map(\.name).joined(separator: ", ")
         return "TokenRequest(grant_type: \(grant.grantType), client_id: \(clientID), parameters: [\(names)])"
+    }
+}
+
+extension TokenRequest: CustomReflectable {
+    /// What `dump()`, `Mirror` and debuggers show: the grant and parameters as their redacted descriptions, so no
+    /// code, verifier, token, password or extra secret shows.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "grant": grant.description,
+                "clientID": clientID,
+                "additionalParameters": additionalParameters.keys.sorted().map { name in
+                    FormParameter(name: name, value: additionalParameters[name] ?? "").description
+                },
+                "formParameters": formParameters.map(\.description),
+            ],
+            displayStyle: .struct
+        )
+    }
+
+    /// The values this request carries that are credentials (everything but the grant type, client ID, scope and
+    /// redirect URI): what an error quoting the server's answer must not repeat.
+    var secrets: [String] {
+        formParameters.filter { !FormParameter.publicNames.contains($0.name) }.map(\.value)
+    }
+}
+
+extension TokenRequest.Grant: CustomReflectable {
+    /// What `dump()` and `Mirror` show: the redacted ``description``.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["grant": description], displayStyle: .enum)
+    }
+}
+
+extension TokenRequest.FormParameter: CustomReflectable {
+    /// What `dump()` and `Mirror` show: the name, and the value redacted unless it is known not to be a credential.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["parameter": description], displayStyle: .struct)
     }
 }

@@ -24,10 +24,14 @@ public struct Account: Hashable, Sendable, Codable, CustomStringConvertible {
         self.displayName = displayName ?? subject
     }
 
-    /// A stable key naming this account in storage: safe as a file name, unique per issuer and subject.
+    /// A stable key naming this account in storage: safe as a file name, unique per issuer and subject, and
+    /// reversible.
     ///
-    /// It is the base64url encoding (RFC 4648 §5, no padding) of `issuer`, a NUL byte and `subject`, so
-    /// two different accounts never share a key and the key reveals nothing a file listing should not.
+    /// It is the base64url encoding (RFC 4648 §5, no padding) of `issuer`, a NUL byte and `subject`, so two
+    /// different accounts never share a key. It is an encoding, not a digest: anyone who can list the data
+    /// directory, the credential store's folder or the keyring can decode it back to the issuer and the subject
+    /// (often a user ID, sometimes an e-mail address). Protect those places as you protect what is in them;
+    /// SessionKit creates its folders with mode 0700 and its files with mode 0600.
     public var storageKey: String {
         Base64URL.encode(Array(issuer.utf8) + [0] + Array(subject.utf8))
     }

@@ -264,6 +264,7 @@ public final class SessionManager: Sendable, Observable {
             refreshPolicy: configuration.refreshPolicy,
             ledger: ledger
         )
+        session.useDownloadsDirectory(directories.downloads(of: account))
         session.setEventHandler { [weak self, weak session] event in
             guard let self, let session else { return }
             self.handle(event, from: session)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -27,138 +28,65 @@ extension UserSession {
     ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
     public func data(for request: consuming URLRequest) async throws -> (Data, HTTPURLResponse) {
         let method = (request.httpMethod ?? "GET").uppercased()
-        let replayable = RetryPolicy.isReplayable(request)
-        let carriesIdempotencyKey = request.value(forHTTPHeaderField: "Idempotency-Key") != nil
         let cacheable = (method == "GET" || method == "HEAD") && configuration.cacheMaximumBytes > 0
-        var attempt = 1
-        var recoveredFromUnauthorized = false
         var bypassCache = false
-        // Built once and sent by every attempt: each sets its token, and takes back the validators the previous
-        // one added. Copying the caller's request per attempt cost a copy of the whole request every time.
-        var outgoing = request
-        var addedValidators: [String] = []
 
-        while true {
-            try Task.checkCancellation()
-            if let refresher { try await refresher.refreshIfExpiring(self) }
-            guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
-                throw SessionError.ended
-            }
-            outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            for name in addedValidators { outgoing.setValue(nil, forHTTPHeaderField: name) }
-            addedValidators.removeAll()
-
+        // The token, 401 recovery and retry rules are `sendAuthorized`'s, shared with every other request kind;
+        // what is particular to `data(for:)` is the cache, consulted before each attempt and filled after.
+        typealias Sent = (
+            data: Data, request: URLRequest, prepared: ResponseCache.Request?, at: ContinuousClock.Instant?
+        )
+        let (sent, response) = try await sendAuthorized(request) { outgoing -> AttemptResult<Sent> in
+            var outgoing = outgoing
             // The cache's view of the request, derived once for the lookup and the store, and only when one of
             // them can matter: an empty cache answers nothing, and an answer it may not store changes nothing.
-            var cacheRequest: ResponseCache.Request?
+            var prepared: ResponseCache.Request?
             if cacheable && !bypassCache && !cache.isEmpty {
-                let prepared = cache.prepare(outgoing)
-                cacheRequest = prepared
+                prepared = cache.prepare(outgoing)
                 switch prepared.map(cache.lookup) ?? .miss {
                 case .fresh(let cached):
-                    guard isActive else { throw SessionError.ended }
-                    return (cached.body, cached.response)
+                    return .result((cached.body, outgoing, nil, nil), cached.response)
                 case .needsValidation(_, let conditionalHeaders):
-                    for (name, value) in conditionalHeaders {
-                        outgoing.setValue(value, forHTTPHeaderField: name)
-                        addedValidators.append(name)
-                    }
+                    for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
                 case .miss:
                     break
                 }
             }
 
             let sentAt = configuration.clock.now
-            let data: Data
-            let response: HTTPURLResponse
-            do {
-                (data, response) = try await send(outgoing)
-            } catch let failure as TransportFailure {
-                let error = failure.error(replayable: replayable)
-                if error.code == .sessionEnded {
-                    // URLError.cancelled: the session ended, or the calling task was cancelled.
-                    if !isActive { throw error }
-                    if Task.isCancelled { throw CancellationError() }
-                }
-                if replayable, failure.isRetryable, attempt < configuration.retryPolicy.maximumAttempts {
-                    attempt += 1
-                    try await backoff(before: attempt, retryAfter: nil)
-                    continue
-                }
-                throw error
-            }
-            // A response that arrives after `end()` is never handed over.
-            guard isActive else { throw SessionError.ended }
-
-            switch response.statusCode {
-            case 304 where cacheable && !bypassCache:
+            let (data, response) = try await send(outgoing)
+            if response.statusCode == 304 && cacheable && !bypassCache {
+                // A response that arrives after `end()` is never handed over.
+                guard isActive else { throw SessionError.ended }
                 if let refreshed = cache.revalidated(
                     response,
                     for: outgoing,
                     requestSentAt: sentAt,
                     responseReceivedAt: configuration.clock.now
                 ) {
-                    return (refreshed.body, refreshed.response)
+                    return .result((refreshed.body, outgoing, nil, nil), refreshed.response)
                 }
                 // The entry was evicted while the request was in flight: ask again, unconditionally.
                 bypassCache = true
-                continue
-            case 401:
-                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
-                // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.
-                if challenge?.error == "insufficient_scope" {
-                    throw SessionError(.backendDenied, "the token lacks the scope this request needs", statusCode: 401)
-                }
-                guard let refresher else {
-                    throw SessionError(.accessExpired, "the access token was rejected", statusCode: 401)
-                }
-                guard !recoveredFromUnauthorized else {
-                    // A fresh token was rejected too: the server no longer honours this session.
-                    throw SessionError(
-                        .sessionRevoked, "the server rejected a freshly refreshed token", statusCode: 401)
-                }
-                recoveredFromUnauthorized = true
-                try await refresher.recover(self, rejectedToken: token)
-                guard replayable else {
-                    throw SessionError(
-                        .accessExpired,
-                        "the access token was rejected; it has been refreshed, but a \(method) without an "
-                            + "Idempotency-Key is not replayed automatically",
-                        statusCode: 401
-                    )
-                }
-                continue
-            case let status
-            where replayable && configuration.retryPolicy.retryableStatuses.contains(status)
-                && attempt < configuration.retryPolicy.maximumAttempts:
-                attempt += 1
-                try await backoff(before: attempt, retryAfter: retryAfter(of: response))
-                continue
-            case let status
-            where (status == 409 || status == 422) && carriesIdempotencyKey:
-                throw SessionError(
-                    .idempotencyConflict,
-                    "the server refused the Idempotency-Key request as a conflict",
-                    statusCode: response.statusCode
-                )
-            default:
-                break
+                return .again
             }
-
-            if cacheable {
-                cache.store(
-                    response,
-                    body: data,
-                    for: outgoing,
-                    prepared: cacheRequest,
-                    requestSentAt: sentAt,
-                    responseReceivedAt: configuration.clock.now
-                )
-            } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
-                cache.invalidate(for: outgoing)
-            }
-            return (data, response)
+            return .answer((data, outgoing, prepared, sentAt), response)
         }
+
+        guard let sentAt = sent.at else { return (sent.data, response) }
+        if cacheable {
+            cache.store(
+                response,
+                body: sent.data,
+                for: sent.request,
+                prepared: sent.prepared,
+                requestSentAt: sentAt,
+                responseReceivedAt: configuration.clock.now
+            )
+        } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
+            cache.invalidate(for: sent.request)
+        }
+        return (sent.data, response)
     }
 
     /// Refreshes the access token now, whatever the current one's expiry; the session holds the new tokens when
@@ -174,7 +102,7 @@ extension UserSession {
         _ = try await refresher.forceRefresh(self)
     }
 
-    private func backoff(before attempt: Int, retryAfter: Duration?) async throws {
+    func backoff(before attempt: Int, retryAfter: Duration?) async throws {
         let delay = configuration.retryPolicy.delay(
             beforeAttempt: attempt,
             retryAfter: retryAfter,
@@ -183,7 +111,7 @@ extension UserSession {
         try await configuration.clock.sleep(for: delay)
     }
 
-    private func retryAfter(of response: HTTPURLResponse) -> Duration? {
+    func retryAfter(of response: HTTPURLResponse) -> Duration? {
         guard let value = response.value(forHTTPHeaderField: "Retry-After") else { return nil }
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }
@@ -267,65 +195,5 @@ extension UserSession {
     /// took every request.
     private func requestFinished(_ id: Int) {
         lifetime.withLock { _ = $0.requests.removeValue(forKey: id) }
-    }
-}
-
-/// A request that failed below HTTP, with what is known about whether it reached the server.
-struct TransportFailure: Error {
-    let underlying: any Error
-    /// Whether the request's URL was `http` or `https`, so that an unsupported-URL failure can only be the answer's.
-    let wasHTTP: Bool
-
-    init(underlying: any Error, request: URLRequest? = nil) {
-        self.underlying = underlying
-        let scheme = request?.url?.scheme?.lowercased()
-        self.wasHTTP = scheme == "http" || scheme == "https"
-    }
-
-    private var code: URLError.Code? { (underlying as? URLError)?.code }
-
-    /// Whether the request certainly never reached the server.
-    var wasNotSent: Bool {
-        guard let code else { return false }
-        return [.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet, .badURL]
-            .contains(code)
-    }
-
-    var isRetryable: Bool { code != .cancelled && code != .badURL }
-
-    /// Whether the task was cancelled: by `end()`, by the caller, or at its deadline.
-    var isCancellation: Bool { code == .cancelled }
-
-    func error(replayable: Bool) -> SessionError {
-        switch code {
-        case .cancelled?:
-            // `end()` and task cancellation both surface as URLError.cancelled; the caller re-checks which.
-            return SessionError(.sessionEnded, "the request was cancelled because its session ended")
-        case .timedOut? where !replayable:
-            return SessionError(.outcomeUnknown, "the request timed out after it may have reached the server")
-        case .timedOut?:
-            return SessionError(.timedOut, "the request timed out")
-        case _ where !replayable && !wasNotSent:
-            // Whatever broke the answer, the server may have had the whole request and applied it.
-            return SessionError(
-                .outcomeUnknown,
-                "the connection failed after the request may have reached the server"
-            )
-        case .cannotParseResponse?:
-            return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
-        #if canImport(FoundationNetworking)
-            // libcurl reports a connection closed before any byte of an answer ("empty reply from server") as
-            // badServerResponse, and an answer that is not HTTP/1.x as an unsupported protocol.
-            case .badServerResponse?:
-                return SessionError(.networkUnavailable, "the connection closed before the server answered")
-            case .unsupportedURL? where wasHTTP:
-                return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
-        #else
-            case .badServerResponse?:
-                return SessionError(.malformedResponse, "the server's answer was not valid HTTP")
-        #endif
-        default:
-            return SessionError(.networkUnavailable, "the request failed: \(code.map { "\($0.rawValue)" } ?? "?")")
-        }
     }
 }

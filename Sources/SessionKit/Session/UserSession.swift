@@ -93,6 +93,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var eventHandler: (@Sendable (SessionEvent) -> Void)?
         var writes: [Int: PendingWrite] = [:]
         var handoffSession: URLSession?
+        /// The URLSession of uploads, downloads, byte streams and WebSockets, created on the first one
+        /// (`UserSession+Transfers.swift`); the end handler it registers cancels its tasks and invalidates it.
+        var transfers: TransferSession?
+        /// Where ``download(for:progress:)`` writes: set by the manager to the account's directory; `nil` for a
+        /// private temporary directory created on the first download and removed when the session ends.
+        var downloadsDirectory: URL?
         /// Set when a sign-out has queued the deletion of the account's record: from then on refreshed tokens
         /// are kept in memory (for the session's last requests and for revocation) and never stored.
         var credentialWritesSealed = false
@@ -131,14 +137,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Lock<Lifetime>
-    /// Whether requests may still start: lowered by `end()` right after ``isActive``, read by every start without
-    /// a lock. A start that reads it raised resumes its task; `end()` cancels that task like every other it
+    /// Whether requests may still start: lowered by `end()` right after ``isActive``, read by every start under a
+    /// lock of its own that is never held across `resume()`. A start that reads it raised resumes its task; `end()` cancels that task like every other it
     /// took, whether the resume lands before or after the cancellation (a cancelled task never starts). So
     /// `end()` never waits for starts under way, and no start holds a lock across `resume()`.
     let admitsStarts = Lock(true)
-    /// Whether the session has ended, for code that starts tasks while holding it for reading: `end()` sets it
-    /// holding it for writing. `data(for:)` orders its starts with ``admitsStarts`` instead, without a lock.
-    let starts = ReadWriteLock(false)
 
     /// Creates an active session for `account` holding `tokens`.
     ///
@@ -230,10 +233,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
         // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
         // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
-        let (active, handoff) = lifetime.withLock { ($0.isActive, $0.handoffSession) }
-        guard active else { return }  // `end()` invalidated both.
+        let (active, handoff, transfers) = lifetime.withLock { ($0.isActive, $0.handoffSession, $0.transfers) }
+        guard active else { return }  // `end()` invalidated them all.
         urlSession.finishTasksAndInvalidate()
         handoff?.finishTasksAndInvalidate()
+        transfers?.urlSession.finishTasksAndInvalidate()
     }
 
     /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
@@ -287,7 +291,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // resumes its task: it answers it as cancelled. A start that checked before is cancelled below with every
         // other request `end()` took, without waiting for it.
         admitsStarts.withLock { $0 = false }
-        starts.withWriteLock { $0 = true }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it: with 1,000 requests in flight that is about a second on Linux. It runs on the session's
         // delegate queue, so ending a session takes the same few microseconds whatever is in flight. A response

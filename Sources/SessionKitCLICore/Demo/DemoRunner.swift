@@ -11,6 +11,7 @@ enum DemoRunner {
             LogoutInFlightScenario.scenario,
             AccountSwitchScenario.scenario,
             WritesInFlightScenario.scenario,
+            DownloadLeakScenario.scenario,
         ]
 
     /// The longest one scenario may take before the demo gives up on it (a hang is a bug, not a result).

@@ -1,0 +1,134 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension UserSession {
+    /// What one attempt of an authorized exchange produced.
+    enum AttemptResult<Value> {
+        /// An answer from the server, which the loop checks (401, retryable statuses, conflicts) before handing it
+        /// back.
+        case answer(Value, HTTPURLResponse)
+        /// A result to hand back as it is, unchecked (an answer from the session's cache).
+        case result(Value, HTTPURLResponse)
+        /// Try again at once, without counting an attempt (a validated cache entry evicted meanwhile).
+        case again
+    }
+
+    /// The rules every request kind of a session shares: each attempt carries this session's current token (after
+    /// a proactive refresh if it is about to expire); a 401 is recovered once by one refresh shared with every
+    /// other caller, and replayed only if the request is replayable (an idempotent method, or an
+    /// `Idempotency-Key`); transport failures and retryable statuses are retried per ``Configuration/retryPolicy``
+    /// under the same rule; nothing is handed over once the session has ended.
+    ///
+    /// - Parameters:
+    ///   - request: The request as the caller gave it; its `Authorization` header is replaced on every attempt.
+    ///   - attempt: Sends `outgoing` (which carries the token) once. It throws `TransportFailure` for a failure
+    ///     below HTTP, which the loop maps and may retry.
+    ///   - discard: Releases the value of an answer the loop does not hand back (a 401's body, a retried 503's
+    ///     download, a stream to close).
+    /// - Returns: The value and response of the answer handed back.
+    /// - Throws: What ``data(for:)`` throws.
+    func sendAuthorized<Value>(
+        _ request: URLRequest,
+        attempt: (_ outgoing: URLRequest) async throws -> AttemptResult<Value>,
+        discard: (Value) -> Void = { _ in }
+    ) async throws -> (Value, HTTPURLResponse) {
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let replayable = RetryPolicy.isReplayable(request)
+        var attemptNumber = 1
+        var recoveredFromUnauthorized = false
+
+        while true {
+            try Task.checkCancellation()
+            if let refresher { try await refresher.refreshIfExpiring(self) }
+            guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
+                throw SessionError.ended
+            }
+            var outgoing = request
+            outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+
+            let value: Value
+            let response: HTTPURLResponse
+            do {
+                switch try await attempt(outgoing) {
+                case .result(let value, let response):
+                    guard isActive else {
+                        discard(value)
+                        throw SessionError.ended
+                    }
+                    return (value, response)
+                case .again:
+                    continue
+                case .answer(let answered, let answeredResponse):
+                    (value, response) = (answered, answeredResponse)
+                }
+            } catch let failure as TransportFailure {
+                let error = failure.error(replayable: replayable)
+                if error.code == .sessionEnded {
+                    // URLError.cancelled: the session ended, or the calling task was cancelled.
+                    if !isActive { throw error }
+                    if Task.isCancelled { throw CancellationError() }
+                }
+                if replayable, failure.isRetryable, attemptNumber < configuration.retryPolicy.maximumAttempts {
+                    attemptNumber += 1
+                    try await backoff(before: attemptNumber, retryAfter: nil)
+                    continue
+                }
+                throw error
+            }
+            // A response that arrives after `end()` is never handed over.
+            guard isActive else {
+                discard(value)
+                throw SessionError.ended
+            }
+
+            switch response.statusCode {
+            case 401:
+                discard(value)
+                let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
+                // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.
+                if challenge?.error == "insufficient_scope" {
+                    throw SessionError(.backendDenied, "the token lacks the scope this request needs", statusCode: 401)
+                }
+                guard let refresher else {
+                    throw SessionError(.accessExpired, "the access token was rejected", statusCode: 401)
+                }
+                guard !recoveredFromUnauthorized else {
+                    // A fresh token was rejected too: the server no longer honours this session.
+                    throw SessionError(
+                        .sessionRevoked, "the server rejected a freshly refreshed token", statusCode: 401)
+                }
+                recoveredFromUnauthorized = true
+                try await refresher.recover(self, rejectedToken: token)
+                guard replayable else {
+                    throw SessionError(
+                        .accessExpired,
+                        "the access token was rejected; it has been refreshed, but a \(method) without an "
+                            + "Idempotency-Key is not replayed automatically",
+                        statusCode: 401
+                    )
+                }
+                continue
+            case let status
+            where replayable && configuration.retryPolicy.retryableStatuses.contains(status)
+                && attemptNumber < configuration.retryPolicy.maximumAttempts:
+                discard(value)
+                attemptNumber += 1
+                try await backoff(before: attemptNumber, retryAfter: retryAfter(of: response))
+                continue
+            case let status
+            where (status == 409 || status == 422) && request.value(forHTTPHeaderField: "Idempotency-Key") != nil:
+                discard(value)
+                throw SessionError(
+                    .idempotencyConflict,
+                    "the server refused the Idempotency-Key request as a conflict",
+                    statusCode: response.statusCode
+                )
+            default:
+                return (value, response)
+            }
+        }
+    }
+}

@@ -1,0 +1,353 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension UserSession {
+    /// How far a transfer has come: what ``upload(for:from:progress:)``, ``upload(for:fromFile:progress:)`` and
+    /// ``download(for:progress:)`` report as bytes move.
+    public struct TransferProgress: Sendable, Hashable {
+        /// Bytes sent (an upload's request body) or received (a download's response body) so far in this attempt.
+        public let completedBytes: Int64
+        /// The total the transfer expects, when it is known (a `Content-Length`, a file's size).
+        public let expectedBytes: Int64?
+
+        /// The share done, from 0 to 1, when the total is known.
+        public var fractionCompleted: Double? {
+            guard let expectedBytes, expectedBytes > 0 else { return nil }
+            return min(Double(completedBytes) / Double(expectedBytes), 1)
+        }
+    }
+
+    /// Sends `request` with `body` as this session's account, streaming the body and reporting its progress.
+    ///
+    /// The same rules as ``data(for:)`` apply: the request carries this session's token, a 401 is recovered once
+    /// and the upload replayed only when its method is idempotent or it carries an `Idempotency-Key`, transport
+    /// failures and retryable statuses are retried under the same rule, ``end()`` cancels it and a call after
+    /// `end()` is refused. The response is not cached.
+    ///
+    /// - Parameters:
+    ///   - request: The request; its `Authorization` header is replaced, its `httpBody` ignored.
+    ///   - body: The bytes to send.
+    ///   - progress: Called with the bytes sent so far, in order, on a background queue; it must return quickly.
+    ///     A replayed attempt starts again from zero.
+    /// - Returns: The response's body (held in memory: upload answers are small) and the response.
+    /// - Throws: What ``data(for:)`` throws.
+    public func upload(
+        for request: URLRequest,
+        from body: Data,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> (Data, HTTPURLResponse) {
+        try await sendAuthorized(request) { outgoing in
+            let received = TransferBody.memory()
+            let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
+                urlSession.uploadTask(with: outgoing, from: body)
+            }
+            return .answer(received.data, response)
+        }
+    }
+
+    /// Sends `request` with the contents of `file` as its body, read from disk as it is sent: a file of any size
+    /// never sits in memory.
+    ///
+    /// The rules of ``upload(for:from:progress:)`` apply; a replayed attempt reads the file again.
+    ///
+    /// - Parameters:
+    ///   - request: The request; its `Authorization` header is replaced, its `httpBody` ignored.
+    ///   - file: A readable regular file.
+    ///   - progress: Called with the bytes sent so far, in order, on a background queue.
+    /// - Returns: The response's body and the response.
+    /// - Throws: ``SessionError/Code/invalidInput`` when `file` is not a readable regular file; otherwise what
+    ///   ``data(for:)`` throws.
+    public func upload(
+        for request: URLRequest,
+        fromFile file: URL,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> (Data, HTTPURLResponse) {
+        var isDirectory: ObjCBool = false
+        guard file.isFileURL, FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory),
+            !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: file.path)
+        else {
+            throw SessionError(
+                .invalidInput, "the upload's file is not a readable regular file: \(file.lastPathComponent)")
+        }
+        return try await sendAuthorized(request) { outgoing in
+            let received = TransferBody.memory()
+            let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
+                urlSession.uploadTask(with: outgoing, fromFile: file)
+            }
+            return .answer(received.data, response)
+        }
+    }
+
+    /// Downloads the response to `request` into a new file in this session's ``downloadsDirectory``, writing it as
+    /// it arrives: the body is never assembled in memory.
+    ///
+    /// FoundationNetworking cannot pause a transfer, so chunks that arrive faster than the disk takes them wait in
+    /// memory meanwhile (`sessionkit-bench`, `transfer.download.peak_megabytes.n1024`).
+    ///
+    /// The same rules as ``data(for:)`` apply: this session's token, one 401 recovery, replay of replayable requests
+    /// only, cancelled by ``end()`` (the partial file is deleted) and refused after it. Whatever the status, the
+    /// body is in the file; a 401 that was recovered, or a retried status, leaves no file behind.
+    ///
+    /// - Parameters:
+    ///   - request: The request; its `Authorization` header is replaced.
+    ///   - progress: Called with the bytes received so far, in order, on a background queue.
+    /// - Returns: The file (yours to move or delete; it goes with the rest of the account's data at sign-out) and
+    ///   the response.
+    /// - Throws: What ``data(for:)`` throws, and ``SessionError/Code/storageFailure`` when the file cannot be
+    ///   written.
+    /// - Important: The file is in this session's directory, never in a folder another account can see: with a
+    ///   ``SessionManager`` that has a data directory it is the account's own (purged at sign-out), otherwise a
+    ///   private temporary directory that ``end()`` removes.
+    public func download(
+        for request: URLRequest,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> (URL, HTTPURLResponse) {
+        let pathExtension = request.url?.pathExtension ?? ""
+        return try await sendAuthorized(request) { outgoing in
+            let file = try TransferBody.file(in: self, extension: pathExtension)
+            do {
+                let response = try await transfer(outgoing, into: file, progress: progress) { urlSession in
+                    urlSession.dataTask(with: outgoing)
+                }
+                return .answer(try file.finish(), response)
+            } catch {
+                file.discard()
+                throw error
+            }
+        } discard: { url in
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
+    /// The directory ``download(for:progress:)`` writes into, created on first use (mode 0700).
+    ///
+    /// With a ``SessionManager`` that has a ``SessionManager/Configuration/dataDirectory``, it is the `downloads`
+    /// folder in the account's own directory, purged with the rest of the account's data at sign-out. Otherwise it
+    /// is a private temporary directory of this session, removed when the session ends.
+    public var downloadsDirectory: URL {
+        lifetime.withLock { lifetime in
+            if let directory = lifetime.downloadsDirectory { return directory }
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("SessionKit-downloads-\(id.rawValue)-\(UUID().uuidString)")
+            lifetime.downloadsDirectory = directory
+            // Removed at the end: a session created without a manager has no account directory to be purged with.
+            if lifetime.isActive {
+                lifetime.endHandlers[lifetime.nextTaskID] = { try? FileManager.default.removeItem(at: directory) }
+                lifetime.nextTaskID &+= 1
+            }
+            return directory
+        }
+    }
+
+    /// Sets where downloads go: the account's directory, for a session a manager made.
+    func useDownloadsDirectory(_ directory: URL?) {
+        lifetime.withLock { $0.downloadsDirectory = directory }
+    }
+
+    // MARK: - The transfer bridge
+
+    /// The session's transfer URLSession, created on first use, or `nil` once the session has ended.
+    ///
+    /// Created under the lifetime lock with its end handler: whoever sees the session active sees the handler
+    /// registered, and `end()` runs it after the flag is down, when no task can be created on it any more.
+    func transferSession(_ lifetime: inout Lifetime) -> TransferSession? {
+        guard lifetime.isActive else { return nil }
+        if let transfers = lifetime.transfers { return transfers }
+        let transfers = TransferSession(
+            cookies: urlSession.configuration.httpCookieStorage,
+            idleTimeout: configuration.requestTimeout.urlSessionTimeout
+        )
+        lifetime.transfers = transfers
+        lifetime.endHandlers[lifetime.nextTaskID] = { transfers.endAll() }
+        lifetime.nextTaskID &+= 1
+        return transfers
+    }
+
+    /// Creates one transfer task under the lock that guards `isActive`, registers its events, and starts it under
+    /// the same rules as a request's (a start that `end()` or the caller's cancellation came before never happens,
+    /// and the task is cancelled instead, which reports `URLError.cancelled` through `events`).
+    ///
+    /// - Returns: The transfer session and the task.
+    /// - Throws: `sessionEnded` when the session had ended: then nothing was created and `events` hear nothing.
+    @discardableResult
+    func startTransfer(
+        handle: RequestHandle,
+        events: TransferEvents,
+        make: (URLSession, _ accessToken: String?) -> URLSessionTask
+    ) throws -> (transfers: TransferSession, task: URLSessionTask) {
+        let created = lifetime.withLock { lifetime -> (TransferSession, URLSessionTask)? in
+            guard let transfers = transferSession(&lifetime) else { return nil }
+            let task = make(transfers.urlSession, lifetime.tokens?.accessToken)
+            transfers.register(task, events)
+            return (transfers, task)
+        }
+        guard let (transfers, task) = created else { throw SessionError.ended }
+        let started = admitsStarts.withLock { $0 } && handle.start(task)
+        if !started { transfers.cancel(task) }
+        return (transfers, task)
+    }
+
+    /// Runs one transfer to its end, its response body going into `body`.
+    ///
+    /// - Returns: The response.
+    /// - Throws: `TransportFailure` for a failure below HTTP (a cancellation included), `sessionEnded` when the
+    ///   session had ended before it started, `storageFailure` when `body` could not be written.
+    func transfer(
+        _ request: URLRequest,
+        into body: TransferBody,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        make: (URLSession) -> URLSessionTask
+    ) async throws -> HTTPURLResponse {
+        let handle = RequestHandle()
+        let transfers = lifetime.withLock { transferSession(&$0) }
+        guard let transfers else { throw SessionError.ended }
+        let isUpload = request.httpMethod.map { $0.uppercased() != "GET" && $0.uppercased() != "HEAD" } ?? false
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<HTTPURLResponse, any Error>) in
+                let response = Lock<HTTPURLResponse?>(nil)
+                var events = TransferEvents { [weak self] error in
+                    guard handle.claimAnswer() else { return }
+                    if let failure = body.failure {
+                        continuation.resume(throwing: failure)
+                    } else if let error {
+                        continuation.resume(throwing: TransportFailure(underlying: error, request: request))
+                    } else if let answered = response.withLock({ $0 }), self != nil {
+                        continuation.resume(returning: answered)
+                    } else {
+                        continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+                    }
+                }
+                events.response = { answered in
+                    response.withLock { $0 = answered }
+                    let expected = answered.expectedContentLength
+                    body.expect(expected >= 0 ? expected : nil)
+                    if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
+                }
+                events.data = { [weak self] chunk in
+                    // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
+                    // queued before the cancellation still arrive.
+                    guard self?.isActive == true else { return }
+                    let total = body.append(chunk)
+                    if !isUpload, let total {
+                        progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+                    }
+                    if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
+                }
+                if let progress {
+                    events.sent = { total, expected in
+                        progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
+                    }
+                }
+                do {
+                    try startTransfer(handle: handle, events: events) { urlSession, _ in make(urlSession) }
+                } catch {
+                    if handle.claimAnswer() { continuation.resume(throwing: error) }
+                }
+            }
+        } onCancel: {
+            handle.cancel(in: transfers.urlSession)
+        }
+    }
+}
+
+/// Where a transfer's response body goes: memory (an upload's answer) or a file (a download), and the first
+/// failure to store it.
+final class TransferBody: Sendable {
+    private struct State {
+        var data = Data()
+        var written: Int64 = 0
+        var expected: Int64?
+        var failure: SessionError?
+    }
+
+    private let state = Lock(State())
+    private let handle: FileHandle?
+    /// The file, for a download.
+    let url: URL?
+
+    private init(handle: FileHandle?, url: URL?) {
+        self.handle = handle
+        self.url = url
+    }
+
+    /// A body kept in memory.
+    static func memory() -> TransferBody { TransferBody(handle: nil, url: nil) }
+
+    /// A body written to a new file in `session`'s downloads directory.
+    ///
+    /// - Throws: `sessionEnded` when the session has ended (no file is created after that), `storageFailure` when
+    ///   the file cannot be created.
+    static func file(in session: UserSession, extension pathExtension: String) throws -> TransferBody {
+        let directory = session.downloadsDirectory
+        let name = UUID().uuidString + (pathExtension.isEmpty ? "" : ".\(pathExtension)")
+        let url = directory.appendingPathComponent(name)
+        // Created under the lifetime lock while the session is active, so that once `end()` has returned (and a
+        // sign-out purges the directory after it) no download creates a folder or a file of the account again.
+        let handle = try session.lifetime.withLock { lifetime -> FileHandle in
+            guard lifetime.isActive else { throw SessionError.ended }
+            do {
+                try FileManager.default.createDirectory(
+                    at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                guard
+                    FileManager.default.createFile(
+                        atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
+                else { throw CocoaError(.fileWriteUnknown) }
+                return try FileHandle(forWritingTo: url)
+            } catch {
+                throw SessionError(.storageFailure, "the download's file could not be created in \(directory.path)")
+            }
+        }
+        return TransferBody(handle: handle, url: url)
+    }
+
+    /// What the body holds, for a body kept in memory.
+    var data: Data { state.withLock { $0.data } }
+    /// The total announced by the response, if any.
+    var expected: Int64? { state.withLock { $0.expected } }
+    /// Why the body could not be stored, if it could not.
+    var failure: SessionError? { state.withLock { $0.failure } }
+
+    func expect(_ total: Int64?) {
+        state.withLock { $0.expected = total }
+    }
+
+    /// Stores a chunk.
+    ///
+    /// - Returns: The bytes stored so far, or `nil` when storing failed (the transfer must be cancelled).
+    func append(_ chunk: Data) -> Int64? {
+        state.withLock { state -> Int64? in
+            guard state.failure == nil else { return nil }
+            if let handle {
+                do {
+                    try handle.write(contentsOf: chunk)
+                } catch {
+                    state.failure = SessionError(.storageFailure, "the download could not be written to disk")
+                    return nil
+                }
+            } else {
+                state.data.append(chunk)
+            }
+            state.written += Int64(chunk.count)
+            return state.written
+        }
+    }
+
+    /// Closes the file of a finished download.
+    ///
+    /// - Returns: The file.
+    func finish() throws -> URL {
+        try handle?.close()
+        guard let url else { throw SessionError(.storageFailure, "no file") }
+        return url
+    }
+
+    /// Closes and deletes the file of a download that will not be handed over.
+    func discard() {
+        try? handle?.close()
+        if let url { try? FileManager.default.removeItem(at: url) }
+    }
+}

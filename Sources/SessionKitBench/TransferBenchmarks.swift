@@ -1,0 +1,224 @@
+import Foundation
+import SessionKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Large bodies stream: how much resident memory a transfer of N MiB adds to the process, measured as the peak
+/// resident set during the transfer minus the resident set just before it (Linux `/proc/self`, in MiB).
+///
+/// - `transfer.download.peak_megabytes.n1024`: `UserSession.download(for:)` of a 1 GiB body, written to the
+///   session's directory as it arrives. The goal is at most 64.
+/// - `transfer.upload.peak_megabytes.n1024`: `UserSession.upload(for:fromFile:)` of a 1 GiB file.
+/// - `transfer.data.peak_megabytes.n64` and `transfer.download.peak_megabytes.n64`, side by side: a 64 MiB body
+///   through `data(for:)`, which holds it in memory, and through `download(for:)`, which does not. The first shows
+///   the meter sees a body held in memory.
+///
+/// The server is a Python subprocess that generates the body 64 KiB at a time (and reads an upload the same way),
+/// so none of its memory is counted.
+enum TransferBenchmarks {
+    static let all = [
+        Benchmark(
+            resultNames: [
+                "transfer.download.peak_megabytes.n1024", "transfer.upload.peak_megabytes.n1024",
+                "transfer.data.peak_megabytes.n64", "transfer.download.peak_megabytes.n64",
+            ],
+            run: { try await measure() })
+    ]
+
+    private static let mebibyte = 1 << 20
+
+    private static func measure() async throws -> [BenchResult] {
+        let server = try await StreamingServer.start()
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("sessionkit-bench-transfer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manager = SessionManager(
+            configuration: .init(
+                store: InMemoryCredentialStore(),
+                sessionConfiguration: UserSession.Configuration(requestTimeout: .seconds(600), cacheMaximumBytes: 0),
+                dataDirectory: directory))
+        let session = try await manager.signIn(
+            Account(issuer: "https://bench.sessionkit.test", subject: "bench"),
+            tokens: TokenSet(accessToken: "bench-token"))
+        defer { session.end() }
+
+        var results: [BenchResult] = []
+        func record(_ name: String, _ bytes: Int) {
+            results.append(BenchResult(name: name, value: Double(bytes) / Double(mebibyte), unit: "MiB"))
+        }
+
+        // A small transfer first, so that connections, threads and the transfer session exist before measuring.
+        _ = try await session.download(for: URLRequest(url: server.url(mebibytes: 1)))
+
+        let (downloaded, downloadPeak) = try await PeakResidentMemory.during {
+            try await session.download(for: URLRequest(url: server.url(mebibytes: 1024)))
+        }
+        let size = (try FileManager.default.attributesOfItem(atPath: downloaded.0.path)[.size] as? NSNumber)?.intValue
+        guard downloaded.1.statusCode == 200, size == 1024 * mebibyte else {
+            throw BenchError("the 1 GiB download ended with \(downloaded.1.statusCode) and \(size ?? -1) bytes")
+        }
+        record("transfer.download.peak_megabytes.n1024", downloadPeak)
+
+        // The same file goes back up: read from disk as it is sent.
+        var upload = URLRequest(url: server.url(mebibytes: 0))
+        upload.httpMethod = "PUT"
+        let (uploaded, uploadPeak) = try await PeakResidentMemory.during {
+            try await session.upload(for: upload, fromFile: downloaded.0)
+        }
+        guard uploaded.1.statusCode == 200, String(decoding: uploaded.0, as: UTF8.self) == "\(1024 * mebibyte)" else {
+            throw BenchError("the 1 GiB upload ended with \(uploaded.1.statusCode)")
+        }
+        try FileManager.default.removeItem(at: downloaded.0)
+        record("transfer.upload.peak_megabytes.n1024", uploadPeak)
+
+        let (_, dataPeak) = try await PeakResidentMemory.during {
+            try await session.data(for: URLRequest(url: server.url(mebibytes: 64)))
+        }
+        record("transfer.data.peak_megabytes.n64", dataPeak)
+        let (small, smallPeak) = try await PeakResidentMemory.during {
+            try await session.download(for: URLRequest(url: server.url(mebibytes: 64)))
+        }
+        try FileManager.default.removeItem(at: small.0)
+        record("transfer.download.peak_megabytes.n64", smallPeak)
+        return results
+    }
+}
+
+/// The peak resident memory a piece of work adds, sampled from `/proc/self/statm` every millisecond on a thread of
+/// its own.
+enum PeakResidentMemory {
+    /// Runs `work` and returns its result with the peak resident set during it minus the resident set before it.
+    static func during<T: Sendable>(_ work: () async throws -> T) async throws -> (T, Int) {
+        let before = ResidentMemory.bytes() ?? 0
+        let sampler = Sampler(before)
+        let thread = Thread { sampler.run() }
+        thread.start()
+        defer { sampler.stop() }
+        let result = try await work()
+        sampler.stop()
+        return (result, max(sampler.peak - before, 0))
+    }
+
+    private final class Sampler: Sendable {
+        private let state: Lock<(peak: Int, running: Bool)>
+
+        init(_ initial: Int) { state = Lock((initial, true)) }
+
+        var peak: Int { state.withLock { $0.peak } }
+
+        func stop() { state.withLock { $0.running = false } }
+
+        func run() {
+            while true {
+                let resident = ResidentMemory.bytes() ?? 0
+                let running = state.withLock { state -> Bool in
+                    state.peak = max(state.peak, resident)
+                    return state.running
+                }
+                if !running { return }
+                usleep(1000)
+            }
+        }
+    }
+}
+
+/// A Python subprocess on 127.0.0.1 that answers `GET /<n>` with n MiB of generated bytes, written 64 KiB at a
+/// time, and `PUT` by reading the body the same way and answering with its length.
+private struct StreamingServer {
+    private static let script = #"""
+        import os, signal, sys, threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+        def exit_when_parent_goes():
+            sys.stdin.buffer.read()
+            os._exit(0)
+
+        threading.Thread(target=exit_when_parent_goes, daemon=True).start()
+
+        CHUNK = bytes(range(256)) * 256  # 64 KiB
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                mebibytes = int(self.path.strip("/") or "0")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(mebibytes << 20))
+                self.end_headers()
+                for _ in range(mebibytes * 16):
+                    self.wfile.write(CHUNK)
+
+            def do_PUT(self):
+                remaining = int(self.headers.get("Content-Length", "0"))
+                total = 0
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 1 << 16))
+                    if not chunk:
+                        break
+                    total += len(chunk)
+                    remaining -= len(chunk)
+                body = str(total).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format, *args):
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        server = Server(("127.0.0.1", 0), Handler)
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
+        """#
+
+    let process: Process
+    let port: Int
+    let lifeline: Pipe
+
+    static func start() async throws -> StreamingServer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script]
+        let output = Pipe()
+        let lifeline = Pipe()
+        process.standardOutput = output
+        process.standardInput = lifeline
+        try process.run()
+        let reader = output.fileHandleForReading
+        let line: String = await withCheckedContinuation { continuation in
+            Thread {
+                var bytes = Data()
+                while !bytes.contains(UInt8(ascii: "\n")) {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    bytes.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }.start()
+        }
+        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            try? lifeline.fileHandleForWriting.close()
+            process.terminate()
+            throw BenchError("the python3 streaming server did not start (is python3 installed?)")
+        }
+        return StreamingServer(process: process, port: port, lifeline: lifeline)
+    }
+
+    func url(mebibytes: Int) -> URL { URL(string: "http://127.0.0.1:\(port)/\(mebibytes)")! }
+
+    func stop() {
+        try? lifeline.fileHandleForWriting.close()
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
