@@ -82,7 +82,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
         if let old = previous.session, let key = previous.endHandler { old.removeEndHandler(key) }
         notifyAll()
         guard let session else { return }
-        let id = session.id
+        let id = session.serial
         guard let key = session.addEndHandler({ [weak self] in self?.clear(ifBoundTo: id) }) else { return }
         // Kept only while `session` is still the bound one and has no handler of this container yet; a concurrent
         // bind may have moved on (or registered first) meanwhile.
@@ -136,9 +136,9 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
         registrar.withMutation(of: self, keyPath: \.value) {}
     }
 
-    private func clear(ifBoundTo id: UserSession.ID) {
+    private func clear(ifBoundTo id: UserSession.Serial) {
         let cleared = state.withLock { state -> Bool in
-            guard state.session?.id == id else { return false }
+            guard state.session?.serial == id else { return false }
             state.value = emptyValue
             return true
         }

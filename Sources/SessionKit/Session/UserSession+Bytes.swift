@@ -15,9 +15,6 @@ extension UserSession {
     ///   consumes them wait in memory. For a large body that is written somewhere rather than processed as it
     ///   comes, use ``download(for:progress:)``, which writes to disk as it receives.
     public struct AsyncBytes: AsyncSequence, Sendable {
-        /// A byte of the body.
-        public typealias Element = UInt8
-
         private let chunks: AsyncThrowingStream<Data, any Error>
 
         fileprivate init(chunks: AsyncThrowingStream<Data, any Error>) {

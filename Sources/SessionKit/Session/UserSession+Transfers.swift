@@ -131,7 +131,7 @@ extension UserSession {
         lifetime.withLock { lifetime in
             if let directory = lifetime.downloadsDirectory { return directory }
             let directory = FileManager.default.temporaryDirectory
-                .appendingPathComponent("SessionKit-downloads-\(id.rawValue)-\(UUID().uuidString)")
+                .appendingPathComponent("SessionKit-downloads-\(serial.rawValue)-\(UUID().uuidString)")
             lifetime.downloadsDirectory = directory
             // Removed at the end: a session created without a manager has no account directory to be purged with.
             if lifetime.isActive {

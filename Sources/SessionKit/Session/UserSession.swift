@@ -12,23 +12,24 @@ import Foundation
 /// own `URLSession`, drops its cache and cookies and forgets its tokens. After that, the session starts no
 /// request and stores no credential: a request is refused with ``SessionError/Code/sessionEnded``.
 ///
-/// A re-login of the same account creates a new session with a new ``id``: compare sessions by identity
-/// (`===`), never by account, when deciding whether a result may be committed.
+/// A re-login of the same account creates a new session object: compare sessions by identity (`===`), never by
+/// account, when deciding whether a result may be committed.
 ///
 /// - Important: Task creation and the flip of ``isActive`` happen under one lock, so no task is ever created
 ///   on an invalidated `URLSession` (a fatal error on Linux), and every task created before ``end()`` is among
 ///   those it cancels.
 public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
-    /// A session's identity, unique per sign-in within the process.
-    public struct ID: Hashable, Sendable, CustomStringConvertible {
+    /// A session's number, unique per sign-in within the process and never reused: what SessionKit's own records
+    /// of a session compare, where an object identifier could name a later session at the same address.
+    package struct Serial: Hashable, Sendable, CustomStringConvertible {
         private static let counter = Lock<UInt64>(0)
 
         /// The sign-in's number: it increases within the process and is never reused, so two sign-ins of the
         /// same account always differ.
-        public let rawValue: UInt64
+        package let rawValue: UInt64
 
-        fileprivate static func next() -> ID {
-            ID(
+        fileprivate static func next() -> Serial {
+            Serial(
                 rawValue: counter.withLock { count in
                     count &+= 1
                     return count
@@ -36,7 +37,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
 
         /// `session-<n>`.
-        public var description: String { "session-\(rawValue)" }
+        package var description: String { "session-\(rawValue)" }
     }
 
     /// How a session sends requests.
@@ -124,8 +125,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         case committed(accessToken: String, write: Task<(any Error)?, Never>?)
     }
 
-    /// This sign-in's identity.
-    public let id: ID
+    /// This sign-in's number.
+    package let serial: Serial
+    /// The session's identity while it lives (`Identifiable`, for SwiftUI lists): the object's own.
+    public var id: ObjectIdentifier { ObjectIdentifier(self) }
     /// Who the session acts for.
     public let account: Account
     /// How the session sends requests.
@@ -183,7 +186,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
         ledger: WriteLedger? = nil
     ) {
-        self.id = .next()
+        self.serial = .next()
         self.ledger = ledger
         self.account = account
         self.configuration = configuration
@@ -220,7 +223,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public var requestsInFlight: Int { lifetime.withLock { $0.requests.count } }
 
     /// The account and the session's identity.
-    public var description: String { "UserSession(\(id), \(account))" }
+    public var description: String { "UserSession(\(serial), \(account))" }
 
     /// Runs `handler` once, synchronously, when the session ends; at once if it already has.
     ///
