@@ -19,6 +19,13 @@ enum ChildProcess {
             try? lifeline.fileHandleForWriting.close()
             process.waitUntilExit()
         }
+
+        /// Closes the lifeline, sends SIGTERM (for a child that does not watch its standard input) and waits.
+        func terminate() {
+            try? lifeline.fileHandleForWriting.close()
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 
     /// The path of this executable, to run it again in another mode.

@@ -41,10 +41,9 @@ struct PythonHTTPServer {
         server.serve_forever()
         """#
 
-    let process: Process
+    /// The python3 process; its standard input is a lifeline, so it exits even if this process dies first.
+    let running: ChildProcess.Running
     let port: Int
-    /// The child's standard input: closing it makes the child exit, even if this process dies first.
-    let lifeline: Pipe
 
     /// Starts the server and waits until it listens.
     ///
@@ -52,42 +51,22 @@ struct PythonHTTPServer {
     /// - Returns: The running server.
     /// - Throws: When python3 cannot be started or does not report its port.
     static func start(body: String) async throws -> PythonHTTPServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, body]
-        let output = Pipe()
-        let lifeline = Pipe()
-        process.standardOutput = output
-        process.standardInput = lifeline
-        try process.run()
-        let reader = output.fileHandleForReading
-        // A blocking read, kept off the cooperative pool.
-        let line: String = await withCheckedContinuation { continuation in
-            Thread {
-                var bytes = Data()
-                while !bytes.contains(UInt8(ascii: "\n")) {
-                    let chunk = reader.availableData
-                    if chunk.isEmpty { break }
-                    bytes.append(chunk)
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }.start()
-        }
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            try? lifeline.fileHandleForWriting.close()
-            process.terminate()
+        let started: (ChildProcess.Running, String)
+        do {
+            started = try await ChildProcess.start("/usr/bin/env", ["python3", "-c", script, body])
+        } catch {
             throw BenchError("python3 http.server did not start (is python3 installed?)")
         }
-        return PythonHTTPServer(process: process, port: port, lifeline: lifeline)
+        guard let port = Int(started.1) else {
+            started.0.terminate()
+            throw BenchError("python3 http.server did not start (is python3 installed?)")
+        }
+        return PythonHTTPServer(running: started.0, port: port)
     }
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)/bench")! }
 
-    func stop() {
-        try? lifeline.fileHandleForWriting.close()
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { running.terminate() }
 }
 
 /// A benchmark that could not run.

@@ -181,44 +181,25 @@ private struct StreamingServer {
         server.serve_forever()
         """#
 
-    let process: Process
+    /// The python3 process; its standard input is a lifeline, so it exits even if this process dies first.
+    let running: ChildProcess.Running
     let port: Int
-    let lifeline: Pipe
 
     static func start() async throws -> StreamingServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        let output = Pipe()
-        let lifeline = Pipe()
-        process.standardOutput = output
-        process.standardInput = lifeline
-        try process.run()
-        let reader = output.fileHandleForReading
-        let line: String = await withCheckedContinuation { continuation in
-            Thread {
-                var bytes = Data()
-                while !bytes.contains(UInt8(ascii: "\n")) {
-                    let chunk = reader.availableData
-                    if chunk.isEmpty { break }
-                    bytes.append(chunk)
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }.start()
-        }
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            try? lifeline.fileHandleForWriting.close()
-            process.terminate()
+        let started: (ChildProcess.Running, String)
+        do {
+            started = try await ChildProcess.start("/usr/bin/env", ["python3", "-c", script])
+        } catch {
             throw BenchError("the python3 streaming server did not start (is python3 installed?)")
         }
-        return StreamingServer(process: process, port: port, lifeline: lifeline)
+        guard let port = Int(started.1) else {
+            started.0.terminate()
+            throw BenchError("the python3 streaming server did not start (is python3 installed?)")
+        }
+        return StreamingServer(running: started.0, port: port)
     }
 
     func url(mebibytes: Int) -> URL { URL(string: "http://127.0.0.1:\(port)/\(mebibytes)")! }
 
-    func stop() {
-        try? lifeline.fileHandleForWriting.close()
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { running.terminate() }
 }
