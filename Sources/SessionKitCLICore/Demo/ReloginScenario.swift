@@ -102,7 +102,7 @@ enum ReloginScenario {
             return Verdict(
                 leaked: leaked,
                 detail: "same account, another session: the old response was "
-                    + (oldCommitted ? "committed" : "refused (\(first.id) is not \(second.id))")
+                    + (oldCommitted ? "committed" : "refused (\(first.serial) is not \(second.serial))")
                     + "; Alice's new session shows role \(shown?.role ?? "nothing")"
             )
         }
