@@ -37,6 +37,21 @@ import Testing
         #expect(decoded.first { $0.0 == "redirect_uri" }?.1 == "com.example.app:/oauth/cb")
     }
 
+    @Test func theClientPassesAdditionalParametersAndRefusesReservedOnes() throws {
+        let client = OAuthClient(
+            configuration: .init(
+                tokenEndpoint: URL(string: "https://id.example/token")!,
+                authorizationEndpoint: Self.endpoint, clientID: "s6BhdRkqt3"))
+        let url = try client.authorizationRequest(
+            redirectURI: "com.example.app:/oauth/cb", additionalParameters: ["prompt": "login"]
+        ).url
+        #expect(query(url).first { $0.0 == "prompt" }?.1 == "login")
+        #expect(throws: SessionError.self) {
+            try client.authorizationRequest(
+                redirectURI: "com.example.app:/oauth/cb", additionalParameters: ["state": "x"])
+        }
+    }
+
     @Test func printingTheRequestDoesNotRevealTheVerifier() throws {
         let built = try request()
         #expect(!"\(built)".contains(built.pkce.verifier))

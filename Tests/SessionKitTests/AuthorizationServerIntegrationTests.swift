@@ -74,15 +74,11 @@ struct AuthorizationServerIntegrationTests {
             pkceChallenge: authorization.pkce.challenge,
             state: authorization.state
         )
-        let tokens = try await oauth.exchange(
-            code: code,
-            pkce: authorization.pkce,
-            redirectURI: Fixture.redirectURI.absoluteString
-        )
+        let tokens = try await oauth.exchange(code: code, for: authorization)
         let session = UserSession(account: Self.account(server, user), tokens: tokens, tokenEndpoint: oauth)
         let (data, _) = try await session.data(for: Self.me(server))
         #expect(Self.username(data) == user.username)
-        // A wrong verifier is refused.
+        // A code exchanged with another request's verifier is refused.
         let other = try oauth.authorizationRequest(redirectURI: Fixture.redirectURI.absoluteString)
         let second = try await server.authorizationCode(
             for: user.username,
@@ -90,7 +86,7 @@ struct AuthorizationServerIntegrationTests {
             state: other.state
         )
         await #expect(throws: SessionError.self) {
-            try await oauth.exchange(code: second, pkce: PKCE(), redirectURI: Fixture.redirectURI.absoluteString)
+            try await oauth.exchange(code: second, for: authorization)
         }
         session.end()
     }

@@ -119,7 +119,7 @@ import Testing
             let stored = CredentialRecord(account: alice, refreshToken: refresh, savedAt: Date())
             await store.save(stored)
             let session = UserSession(
-                account: alice, tokens: original, vault: CredentialVault(store: store), tokenEndpoint: client)
+                account: alice, tokens: original, store: store, tokenEndpoint: client)
             mock.invalidateAccessTokens(for: "alice")
             mock.failNext(.token, with: .malformedBody(body))
             let error = await #expect(throws: SessionError.self) {
@@ -568,7 +568,7 @@ import Testing
             try mock.addUser("alice")
             let store = InMemoryCredentialStore()
             let session = UserSession(
-                account: alice, tokens: try mock.issueTokens(for: "alice"), vault: CredentialVault(store: store),
+                account: alice, tokens: try mock.issueTokens(for: "alice"), store: store,
                 tokenEndpoint: mock.makeClient())
             let oldToken = try #require(session.tokens?.accessToken)
             mock.invalidateAccessTokens(for: "alice")
@@ -609,7 +609,7 @@ import Testing
             let oldRefresh = try #require(original.refreshToken)
             await store.save(CredentialRecord(account: alice, refreshToken: oldRefresh, savedAt: Date()))
             let session = UserSession(
-                account: alice, tokens: original, vault: CredentialVault(store: store),
+                account: alice, tokens: original, store: store,
                 tokenEndpoint: mock.makeClient(),
                 refreshPolicy: RefreshPolicy(retryPolicy: RetryPolicy(maximumAttempts: 1)))
             mock.invalidateAccessTokens(for: "alice")

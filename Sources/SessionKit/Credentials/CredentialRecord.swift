@@ -96,3 +96,29 @@ extension CredentialRecord: CustomReflectable {
         )
     }
 }
+
+extension CredentialRecord {
+    /// The tokens this record holds, as of `clock`'s now: the access token only while it has time left (else
+    /// empty, with no lifetime), so a session made from them refreshes before its first request.
+    func tokens(clock: any SessionClock) -> TokenSet {
+        var lifetime: Duration = .zero
+        var usableAccessToken = ""
+        if let accessToken, let accessTokenExpiresAt {
+            let remaining = accessTokenExpiresAt.timeIntervalSince(clock.wallNow)
+            if remaining > 0 {
+                usableAccessToken = accessToken
+                lifetime = .milliseconds(Int64(remaining * 1000))
+            }
+        }
+        return TokenSet(
+            accessToken: usableAccessToken,
+            refreshToken: refreshToken,
+            idToken: idToken,
+            scope: scope,
+            tokenType: tokenType,
+            lifetime: lifetime,
+            receivedAt: clock.now,
+            receivedAtWall: clock.wallNow
+        )
+    }
+}

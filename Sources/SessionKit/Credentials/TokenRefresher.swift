@@ -330,19 +330,8 @@ actor TokenRefresher {
 
     /// The tokens of a record another process stored, when it holds an access token with time left.
     static func storedTokens(_ record: CredentialRecord, clock: any SessionClock) -> TokenSet? {
-        guard let accessToken = record.accessToken, let expiry = record.accessTokenExpiresAt else { return nil }
-        let remaining = expiry.timeIntervalSince(clock.wallNow)
-        guard remaining > 0 else { return nil }
-        return TokenSet(
-            accessToken: accessToken,
-            refreshToken: record.refreshToken,
-            idToken: record.idToken,
-            scope: record.scope,
-            tokenType: record.tokenType,
-            lifetime: .milliseconds(Int64(remaining * 1000)),
-            receivedAt: clock.now,
-            receivedAtWall: clock.wallNow
-        )
+        let tokens = record.tokens(clock: clock)
+        return tokens.accessToken.isEmpty ? nil : tokens
     }
 
     /// Sends the refresh (with retries of transient failures) and commits its result.

@@ -2,28 +2,8 @@ import Foundation
 
 /// Reads the redirect that ends the authorization step of an authorization code grant (RFC 6749 §4.1.2).
 package enum AuthorizationResponse {
-    /// The authorization code in a redirect callback, after checking that the callback answers this request.
-    ///
-    /// The checks run in this order, so an attacker's callback never gets past the first:
-    /// 1. The query must be well-formed, with `state`, `code`, `error` and `iss` each at most once (RFC 6749 §3.1).
-    /// 2. `state` must equal `expectedState` (compared in constant time). A missing or different state is a
-    ///    forged or stale callback (CSRF, RFC 6749 §10.12): `.invalidInput`.
-    /// 3. When `expectedIssuer` is given and the callback has `iss`, they must be equal (RFC 9207, mix-up defence):
-    ///    `.invalidInput`. A callback without `iss` is accepted, since not every server sends it.
-    /// 4. `error=access_denied` is `.accessDenied`; `server_error` and `temporarily_unavailable` are
-    ///    `.providerOutage`; any other error is `.authorizationFailed`. The code is in ``SessionError/oauthError``
-    ///    and a cleaned `error_description` in the message.
-    /// 5. Otherwise `code` must be present and non-empty: `.malformedResponse` if not.
-    ///
-    /// Parameters are read from the query only (the default `response_mode`), decoded as
-    /// `application/x-www-form-urlencoded` (`+` is a space).
-    ///
-    /// - Parameters:
-    ///   - callbackURL: The URL the browser was redirected to.
-    ///   - expectedState: ``AuthorizationRequest/state`` of the request this callback must answer.
-    ///   - expectedIssuer: The authorization server's issuer identifier, to check `iss` against, or `nil`.
-    /// - Returns: The authorization code. It is a credential: do not log it.
-    /// - Throws: `SessionError` as listed above; messages never contain the code or the state.
+    /// The authorization code in `callbackURL`, checked against `expectedState` and `expectedIssuer` as
+    /// ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)`` describes.
     package static func parse(
         callbackURL: URL,
         expectedState: String,

@@ -55,7 +55,7 @@ extension SessionManager {
             }
             guard let record = loaded, record.account == account else { continue }
             guard record.refreshToken != nil || record.accessToken != nil else { continue }
-            let session = makeSession(account: account, tokens: Self.tokens(restoredFrom: record, clock: clock))
+            let session = makeSession(account: account, tokens: record.tokens(clock: clock))
             session.restoreSelection(record.selectedAt)
             restored.append((session, record.selectedAt))
         }
@@ -111,29 +111,6 @@ extension SessionManager {
             let usable = first.tokens.map { !$0.accessToken.isEmpty } ?? false
             return usable && !offline ? .restored(first.account) : .restoredOffline(first.account)
         }
-    }
-
-    /// The tokens a stored record holds, the access token only while it has time left.
-    private static func tokens(restoredFrom record: CredentialRecord, clock: any SessionClock) -> TokenSet {
-        var lifetime: Duration = .zero
-        var accessToken = ""
-        if let stored = record.accessToken, let expiry = record.accessTokenExpiresAt {
-            let remaining = expiry.timeIntervalSince(clock.wallNow)
-            if remaining > 0 {
-                accessToken = stored
-                lifetime = .milliseconds(Int64(remaining * 1000))
-            }
-        }
-        return TokenSet(
-            accessToken: accessToken,
-            refreshToken: record.refreshToken,
-            idToken: record.idToken,
-            scope: record.scope,
-            tokenType: record.tokenType,
-            lifetime: lifetime,
-            receivedAt: clock.now,
-            receivedAtWall: clock.wallNow
-        )
     }
 
     /// The error a restore reports for a store that could not be read.
