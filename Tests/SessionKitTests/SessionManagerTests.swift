@@ -138,6 +138,25 @@ func temporaryDirectory() throws -> URL {
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-1")
     }
 
+    /// A stored access token is used only while it has time left: an expired one is never sent, the restore
+    /// refreshes instead; a live one is used as is, with no token request.
+    @Test func restoreUsesAStoredAccessTokenOnlyWhileItIsValid() async throws {
+        for (expiresIn, expected, refreshes) in [(-60.0, "token-alice-1", 1), (600.0, "stored-access", 0)] {
+            let store: any CredentialStore = InMemoryCredentialStore()
+            try await store.save(
+                CredentialRecord(
+                    account: alice, refreshToken: "refresh-alice", accessToken: "stored-access",
+                    accessTokenExpiresAt: Date().addingTimeInterval(expiresIn)))
+            let endpoint = rotatingEndpoint()
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: endpoint, launchBudget: .seconds(120)))
+            #expect(await manager.restore() == .active(alice, offline: false))
+            #expect(manager.current?.tokens?.accessToken == expected, "stored token expiring in \(expiresIn) s")
+            #expect(endpoint.count == refreshes, "stored token expiring in \(expiresIn) s")
+            await manager.signOut()
+        }
+    }
+
     @Test func offlineLaunchWithStoredCredentialsIsActiveAndOffline() async throws {
         let store: any CredentialStore = InMemoryCredentialStore()
         try await store.save(CredentialRecord(account: alice, refreshToken: "refresh-alice"))
