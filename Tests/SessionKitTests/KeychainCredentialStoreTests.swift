@@ -1,9 +1,13 @@
 import Foundation
 import SessionKit
+import SessionKitTesting
 import Testing
 
 #if canImport(Security)
     import Security
+#endif
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
 #endif
 
 /// ``KeychainCredentialStore``'s logic, on every platform, over ``FakeKeychain`` (the Keychain calls modelled on
@@ -426,6 +430,48 @@ import Testing
             try await store.save(record(alice, refresh: "r1"))
             #expect(try await !store.purgeItemsFromPreviousInstallation(marker: marker))
             #expect(try await store.load(for: alice)?.refreshToken == "r1")
+        }
+    }
+
+    // MARK: - An app and its extension
+
+    /// An app and its extension share the items through an access group and name one lock file in the app group
+    /// container: the one that refreshes second finds the tokens the first stored and uses them, instead of
+    /// presenting the refresh token the first had rotated (which the server's reuse detection would punish by
+    /// revoking the grant).
+    @Test func anAppAndItsExtensionOnOneAccessGroupAndLockRefreshOnceBetweenThem() async throws {
+        try await TemporaryDirectory.with { container in
+            try await MockAuthorizationServer.withRunning { mock in
+                try mock.addUser("alice")
+                let account = Account(issuer: mock.issuer, subject: "alice")
+                let keychain = FakeKeychain()
+                let shared = "TEAMID.com.example.shared"
+                keychain.withState { $0.entitledGroups = ["TEAMID.com.example.app", shared] }
+                let lock = CrossProcessLock(file: container.appendingPathComponent("refresh.lock"))
+                func manager() -> SessionManager {
+                    let store = KeychainCredentialStore(
+                        service: service, accessGroup: shared, refreshLock: lock, calls: keychain)
+                    #expect(store.refreshLock == lock)
+                    return SessionManager(configuration: .init(store: store, tokenEndpoint: mock.makeClient()))
+                }
+                let seeding = manager()
+                try await seeding.signIn(account, tokens: try mock.issueTokens(for: "alice")).end()
+                let app = manager()
+                let appExtension = manager()
+                await app.restore()
+                await appExtension.restore()
+                let one = try #require(app.current)
+                let two = try #require(appExtension.current)
+                mock.invalidateAccessTokens(for: "alice")
+
+                _ = try await one.data(for: URLRequest(url: mock.userInfoEndpoint))
+                _ = try await two.data(for: URLRequest(url: mock.userInfoEndpoint))
+
+                #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
+                #expect(mock.repeatedRefreshTokenCount == 0)
+                #expect(two.isActive)
+                #expect(one.tokens?.refreshToken == two.tokens?.refreshToken)
+            }
         }
     }
 

@@ -28,6 +28,33 @@ import Testing
         }
     }
 
+    /// The app removes what the session cached for one URL (it learned of a change by a push): the next request
+    /// for that URL asks the server, another URL is still answered from the cache; emptying the cache sends both.
+    @Test func removingCachedResponsesForAURLSendsItsNextRequestAndKeepsTheOthers() async throws {
+        try await LocalServer.withRunning { server in
+            for path in ["/profile", "/settings"] {
+                server.route(path) { _ in .json("{}", headers: [("Cache-Control", "private, max-age=3600")]) }
+            }
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            defer { session.end() }
+            _ = try await session.data(for: get(server, "/profile"))
+            _ = try await session.data(for: get(server, "/settings"))
+            #expect(session.cachedResponseCount == 2)
+
+            session.removeCachedResponses(for: try #require(get(server, "/profile#top").url))
+            #expect(session.cachedResponseCount == 1)
+            _ = try await session.data(for: get(server, "/profile"))
+            _ = try await session.data(for: get(server, "/settings"))
+            #expect(server.requests.map(\.path) == ["/profile", "/settings", "/profile"])
+
+            session.removeAllCachedResponses()
+            #expect(session.cachedResponseCount == 0)
+            _ = try await session.data(for: get(server, "/profile"))
+            _ = try await session.data(for: get(server, "/settings"))
+            #expect(server.requests.count == 5)
+        }
+    }
+
     /// A stored response that needs validation is validated once; the server's `no-store` answer to that request
     /// replaces it, so the next request is sent without validators (nothing is left to validate).
     @Test func aNoStoreAnswerReplacesTheStoredResponse() async throws {

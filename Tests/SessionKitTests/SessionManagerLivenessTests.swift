@@ -224,7 +224,7 @@ import Testing
             )
         )
         let hung = Gate()
-        manager.register(PurgeStep("search index") { _ in await hung.wait() })
+        manager.registerPurge(named: "search index") { _ in await hung.wait() }
         try await manager.signIn(alice, tokens: tokens("alice"))
         var options = SignOutOptions.localOnly
         options.localTimeout = .seconds(3)

@@ -25,9 +25,9 @@ final class ScriptedRevoker: TokenRevoker {
     }
 }
 
-struct CancellingPrompt: UserPresencePrompt {
-    let asked: Counter
-    func confirmPresence(reason: String) async throws {
+/// A user-presence check the user always cancels, counting how often it was asked.
+func cancellingPrompt(asked: Counter) -> @Sendable (String) async throws -> Void {
+    { _ in
         asked.increment()
         throw SessionError(.userCancelled, "the user cancelled")
     }
@@ -287,7 +287,7 @@ func temporaryDirectory() throws -> URL {
         let asked = Counter()
         let endpoint = rotatingEndpoint()
         let manager = SessionManager(
-            configuration: .init(store: store, tokenEndpoint: endpoint, userPresence: CancellingPrompt(asked: asked))
+            configuration: .init(store: store, tokenEndpoint: endpoint, userPresence: cancellingPrompt(asked: asked))
         )
         let session = try await manager.signIn(alice, tokens: tokens("alice"))
         let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
@@ -420,9 +420,9 @@ func temporaryDirectory() throws -> URL {
             await #expect(throws: SessionError.self) { try await sync.value }
 
             let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
-            #expect(manager.ledger.take(for: bob.self).isEmpty, "nothing of alice's writes reaches bob")
+            #expect(manager.takeWriteReconciliations(for: bob.self).isEmpty, "nothing of alice's writes reaches bob")
             _ = bobSession
-            let reconciliation = manager.ledger.take(for: alice)
+            let reconciliation = manager.takeWriteReconciliations(for: alice)
             #expect(Set(reconciliation.map(\.outcome)) == [.completed(status: 201), .discarded])
             #expect(server.requests.filter { $0.path == "/upload" }.allSatisfy { $0.bearerToken == "token-alice" })
         }
@@ -455,7 +455,7 @@ func temporaryDirectory() throws -> URL {
             let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
             _ = try await manager.signIn(alice, tokens: tokens("alice"))
             try manager.outbox(for: alice).enqueue(post(server, "/comment", body: "alice's comment"))
-            await manager.signOut(options: SignOutOptions(revokeRefreshToken: false, outbox: .keepForAccount))
+            await manager.signOut(options: SignOutOptions(revokeRefreshToken: false, keepsOutbox: true))
 
             let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
             let kept = manager.restoreKeptOutbox(for: alice)
@@ -479,7 +479,7 @@ func temporaryDirectory() throws -> URL {
         let store: any CredentialStore = InMemoryCredentialStore()
         func makeManager() -> SessionManager {
             let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
-            manager.register(PurgeStep("notifications") { _ in order.withLock { $0.append("notifications") } })
+            manager.registerPurge(named: "notifications") { _ in order.withLock { $0.append("notifications") } }
             manager.register(
                 PurgeStep("analytics") { _ in
                     let fail = failOnce.withLock { value -> Bool in

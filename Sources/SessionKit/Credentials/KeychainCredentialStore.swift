@@ -53,6 +53,14 @@ public final class KeychainCredentialStore: CredentialStore {
     public let requiresUserPresence: Bool
     /// Whether the items live in the data protection keychain (always so on iOS, opt-in on macOS).
     public let usesDataProtectionKeychain: Bool
+    /// The lock that makes a refresh single-flight across the processes sharing these items (an app and its
+    /// extensions in one ``accessGroup``), or `nil` when one process uses them.
+    ///
+    /// Every process names the same file, in the app group container they share
+    /// (`FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`). With a lock, records hold the access
+    /// token and its expiry too, so a process that waited uses the tokens another stored instead of presenting a
+    /// refresh token that was already rotated (see ``CredentialStore/refreshLock``).
+    public let refreshLock: CrossProcessLock?
 
     private let calls: any KeychainCalls
     private let queue = BlockingWorkQueue(label: "SessionKit.KeychainCredentialStore")
@@ -70,17 +78,20 @@ public final class KeychainCredentialStore: CredentialStore {
     ///   - requireUserPresence: Whether reading a record asks for Face ID, Touch ID or the passcode.
     ///   - useDataProtectionKeychain: Whether to use the data protection keychain on macOS (needs the
     ///     `keychain-access-groups` entitlement); ignored elsewhere, where it is the only keychain.
+    ///   - refreshLock: A lock file in the app group container, when an app and its extensions share the items;
+    ///     `nil` for one process.
     public convenience init(
         service: String,
         accessGroup: String? = nil,
         accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
         requireUserPresence: Bool = false,
-        useDataProtectionKeychain: Bool = true
+        useDataProtectionKeychain: Bool = true,
+        refreshLock: CrossProcessLock? = nil
     ) {
         self.init(
             service: service, accessGroup: accessGroup, accessibility: accessibility,
             requireUserPresence: requireUserPresence, useDataProtectionKeychain: useDataProtectionKeychain,
-            calls: Self.platformCalls
+            refreshLock: refreshLock, calls: Self.platformCalls
         )
     }
 
@@ -91,8 +102,10 @@ public final class KeychainCredentialStore: CredentialStore {
         accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
         requireUserPresence: Bool = false,
         useDataProtectionKeychain: Bool = true,
+        refreshLock: CrossProcessLock? = nil,
         calls: any KeychainCalls
     ) {
+        self.refreshLock = refreshLock
         self.service = service
         self.accessGroup = accessGroup
         self.accessibility = accessibility

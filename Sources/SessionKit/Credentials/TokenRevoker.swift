@@ -19,15 +19,3 @@ public protocol TokenRevoker: Sendable {
     /// - Throws: ``SessionError`` (`networkUnavailable`, `providerOutage`, `authorizationFailed`, `timedOut`).
     func revoke(_ token: String, hint: TokenTypeHint) async throws
 }
-
-/// A biometric or user-presence check that guards the use of a refresh token.
-///
-/// On Apple platforms the Keychain store's access control shows the system prompt; elsewhere an app can
-/// supply its own, and tests supply a double.
-public protocol UserPresencePrompt: Sendable {
-    /// Asks the user to confirm their presence.
-    ///
-    /// - Parameter reason: Why, in words the user will see.
-    /// - Throws: ``SessionError`` with code `userCancelled` when the user cancels.
-    func confirmPresence(reason: String) async throws
-}

@@ -5,7 +5,7 @@
 /// stops the local phases.
 public struct SignOutOptions: Sendable {
     /// Where the account's queued writes go.
-    public enum OutboxDisposition: Sendable, Hashable {
+    package enum OutboxDisposition: Sendable, Hashable {
         /// Delete them with the account's other data.
         case delete
         /// Keep them aside for the same account's next sign-in; never replayed as anyone else.
@@ -25,8 +25,10 @@ public struct SignOutOptions: Sendable {
     /// Whether ``SessionManager/signOut(_:options:)`` waits for the server-side steps (within
     /// ``serverTimeout``) or lets them finish in the background.
     public var waitForServer: Bool
-    /// What happens to the account's outbox.
-    public var outbox: OutboxDisposition
+    /// Whether the account's ``Outbox`` is set aside for the same account's next sign-in
+    /// (``SessionManager/restoreKeptOutbox(for:)``) instead of being deleted with its other data; never replayed
+    /// as anyone else. Off by default.
+    public var keepsOutbox: Bool
     /// One wall-clock deadline for the local phases together: waiting for writes in flight (``WritePolicy/wait(_:)``
     /// bounds each one further), deleting the credential record, and each registered resource's purge. A step
     /// still running at the deadline is reported in ``SignOutReport/purgeFailures`` and retried at the next launch
@@ -42,7 +44,7 @@ public struct SignOutOptions: Sendable {
     ///   - providerLogout: The provider's sign-out step.
     ///   - serverTimeout: The bound on the server-side steps.
     ///   - waitForServer: Wait for them, or let them finish in the background.
-    ///   - outbox: What happens to queued writes.
+    ///   - keepsOutbox: Keep the queued writes for the account's next sign-in instead of deleting them.
     ///   - localTimeout: The deadline of the local phases.
     public init(
         revokeRefreshToken: Bool = true,
@@ -51,7 +53,7 @@ public struct SignOutOptions: Sendable {
         providerLogout: (@Sendable (Account) async throws -> Void)? = nil,
         serverTimeout: Duration = .seconds(5),
         waitForServer: Bool = true,
-        outbox: OutboxDisposition = .delete,
+        keepsOutbox: Bool = false,
         localTimeout: Duration = .seconds(5)
     ) {
         self.revokeRefreshToken = revokeRefreshToken
@@ -60,9 +62,12 @@ public struct SignOutOptions: Sendable {
         self.providerLogout = providerLogout
         self.serverTimeout = serverTimeout
         self.waitForServer = waitForServer
-        self.outbox = outbox
+        self.keepsOutbox = keepsOutbox
         self.localTimeout = localTimeout
     }
+
+    /// What happens to the account's outbox.
+    package var outbox: OutboxDisposition { keepsOutbox ? .keepForAccount : .delete }
 
     /// Local sign-out only: nothing is sent to any server.
     public static var localOnly: SignOutOptions { SignOutOptions(revokeRefreshToken: false) }

@@ -15,10 +15,10 @@ public protocol UserScopedResource: Sendable {
     func purge(for account: Account) async throws
 }
 
-/// A ``UserScopedResource`` made from a closure.
-public struct PurgeStep: UserScopedResource {
+/// A ``UserScopedResource`` made from a closure (``SessionManager/registerPurge(named:_:)``).
+package struct PurgeStep: UserScopedResource {
     /// A name for reports and logs.
-    public let name: String
+    package let name: String
     private let body: @Sendable (Account) async throws -> Void
 
     /// Creates a purge step.
@@ -26,7 +26,7 @@ public struct PurgeStep: UserScopedResource {
     /// - Parameters:
     ///   - name: A name for reports.
     ///   - body: The purge; it must be idempotent.
-    public init(_ name: String, _ body: @escaping @Sendable (Account) async throws -> Void) {
+    package init(_ name: String, _ body: @escaping @Sendable (Account) async throws -> Void) {
         self.name = name
         self.body = body
     }
@@ -35,7 +35,7 @@ public struct PurgeStep: UserScopedResource {
     ///
     /// - Parameter account: The account signed out.
     /// - Throws: What the step throws.
-    public func purge(for account: Account) async throws {
+    package func purge(for account: Account) async throws {
         try await body(account)
     }
 }

@@ -37,13 +37,14 @@ public struct WriteReconciliation: Sendable, Hashable, CustomStringConvertible {
 
 /// Keeps, per account, what became of writes in flight at sign-out, until that account signs in again.
 ///
-/// Entries of one account are handed only to a session of that same account (``take(for:)``), so nothing of
-/// one user's writes is ever reconciled, or replayed, as another.
-public final class WriteLedger: Sendable {
+/// Entries of one account are handed only to a session of that same account (`take(for:)`), so nothing of
+/// one user's writes is ever reconciled, or replayed, as another. Apps read it through
+/// ``SessionManager/takeWriteReconciliations(for:)``.
+package final class WriteLedger: Sendable {
     private let entries = Lock<[Account: [WriteReconciliation]]>([:])
 
     /// Creates an empty ledger.
-    public init() {}
+    package init() {}
 
     func record(_ entry: WriteReconciliation) {
         entries.withLock { $0[entry.account, default: []].append(entry) }
@@ -53,7 +54,7 @@ public final class WriteLedger: Sendable {
     ///
     /// - Parameter account: The account signing in again.
     /// - Returns: What became of its writes, oldest first.
-    public func take(for account: Account) -> [WriteReconciliation] {
+    package func take(for account: Account) -> [WriteReconciliation] {
         entries.withLock { $0.removeValue(forKey: account) ?? [] }
     }
 
@@ -61,7 +62,7 @@ public final class WriteLedger: Sendable {
     ///
     /// - Parameter account: The account.
     /// - Returns: Its entries, oldest first.
-    public func entries(for account: Account) -> [WriteReconciliation] {
+    package func entries(for account: Account) -> [WriteReconciliation] {
         entries.withLock { $0[account] ?? [] }
     }
 }

@@ -4,52 +4,22 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A private, in-memory HTTP cache for one user session (RFC 9111).
-///
-/// FoundationNetworking on Linux caches nothing, and `URLCache` keys by URL alone, so SessionKit keeps its own
-/// cache: one instance per session, never shared, dropped when the session ends. Because the cache belongs to a
-/// single user it is a *private* cache in RFC 9111's sense: it stores `private` responses and responses to
-/// requests carrying `Authorization`, and ignores `s-maxage`. The guarantee that one user never sees another's
-/// data comes from never sharing an instance, not from the headers.
-///
-/// What it stores: responses to GET and HEAD (kept apart: a HEAD is answered only by a stored HEAD response)
-/// with status 200, 203, 204, 300, 301, 308, 404 or 410 that have explicit freshness (`max-age`, `Expires`) or
-/// a validator (`ETag`, `Last-Modified`), unless the request or the response says `no-store`, the response's
-/// `Cache-Control` or `Vary` is malformed, it varies on `*` or on more than ``maximumVaryFieldCount`` fields, or
-/// it is larger than ``maximumEntryBytes``. There is no heuristic freshness: a response without explicit
-/// freshness is only ever reused after validation, because guessing how long personal data stays current would
-/// show it for longer than the server allowed.
-///
-/// How it ages entries: the `Date` and `Age` arithmetic of RFC 9111 §4.2.3 is done once, when a response is
-/// stored, with the wall clock; from then on an entry ages on the monotonic ``SessionClock/now``, so a change of
-/// the wall clock neither revives a stale entry nor expires a fresh one.
-///
-/// Use from an HTTP client:
-///
-/// ```swift
-/// switch cache.lookup(for: request) {
-/// case .fresh(let cached): return (cached.body, cached.response)
-/// case .needsValidation(_, let conditionalHeaders): // add them to the request, send it; on 304:
-///     if let cached = cache.revalidated(notModified, for: request, requestSentAt: sent, responseReceivedAt: received) {
-///         return (cached.body, cached.response)
-///     } // else: the entry was evicted meanwhile; send the request again without the conditional headers
-/// case .miss: // send, then cache.store(response, body: body, for: request, requestSentAt: sent, responseReceivedAt: received)
-/// }
-/// ```
+/// A private, in-memory HTTP cache for one user session (RFC 9111); what it stores and how it ages entries is
+/// described in the Caching article of the documentation catalog.
 ///
 /// - Important: Every method is safe to call from any thread or task. Each runs in one short critical section
 ///   under a lock and never suspends, so a call sees the effects of every call that returned before it.
 ///   The cache never logs.
-public final class ResponseCache: Sendable {
+package final class ResponseCache: Sendable {
     /// A stored response, ready to be used in place of a network answer.
     package struct CachedResponse: Sendable {
         /// The stored response, with its header fields as last updated by a validation.
-        public let response: HTTPURLResponse
+        package let response: HTTPURLResponse
         /// The stored body (empty for HEAD and 204).
-        public let body: Data
+        package let body: Data
         /// The response's current age (RFC 9111 §4.2.3); an HTTP client that forwards the response sets `Age`
         /// from it. Zero for a response that a validation made unstorable.
-        public let age: Duration
+        package let age: Duration
     }
 
     /// What the cache can do for a request.
@@ -65,10 +35,10 @@ public final class ResponseCache: Sendable {
     }
 
     /// The most request fields a stored response may vary on; a response with a longer `Vary` is not stored.
-    public static let maximumVaryFieldCount = 64
+    package static let maximumVaryFieldCount = 64
 
     /// The bound on the bytes the cache holds: bodies, header fields and a fixed cost per entry.
-    public let maximumBytes: Int
+    package let maximumBytes: Int
 
     private let clock: any SessionClock
     private let storage: Lock<ResponseCacheStorage>
@@ -95,7 +65,7 @@ public final class ResponseCache: Sendable {
     ///   - maximumBytes: The bound on the bytes held; zero or less caches nothing. A response costing more
     ///     than an eighth of it is not stored, so one response cannot flush everything else.
     ///   - clock: The clock entries age on; only its monotonic ``SessionClock/now`` decides freshness.
-    public init(maximumBytes: Int = 4 * 1024 * 1024, clock: any SessionClock = SystemClock()) {
+    package init(maximumBytes: Int = 4 * 1024 * 1024, clock: any SessionClock = SystemClock()) {
         self.maximumBytes = max(0, maximumBytes)
         self.clock = clock
         self.storage = Lock(ResponseCacheStorage(maximumBytes: maximumBytes))
@@ -105,13 +75,13 @@ public final class ResponseCache: Sendable {
     }
 
     /// The largest cost a single response may have and still be stored: an eighth of ``maximumBytes``.
-    public var maximumEntryBytes: Int { maximumBytes / 8 }
+    package var maximumEntryBytes: Int { maximumBytes / 8 }
 
     /// The number of stored responses (each variant of a URI counts once).
-    public var count: Int { storage.withLock { $0.count } }
+    package var count: Int { storage.withLock { $0.count } }
 
     /// The bytes the stored responses count against ``maximumBytes``.
-    public var totalBytes: Int { storage.withLock { $0.totalBytes } }
+    package var totalBytes: Int { storage.withLock { $0.totalBytes } }
 
     /// Finds what the cache can do for `request` (RFC 9111 §4).
     ///
@@ -322,9 +292,17 @@ public final class ResponseCache: Sendable {
     /// does nothing.
     ///
     /// - Parameter request: The unsafe request.
-    public func invalidate(for request: URLRequest) {
+    package func invalidate(for request: URLRequest) {
         let method = request.httpMethod ?? "GET"
-        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), let url = request.url, !isEmpty else { return }
+        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), let url = request.url else { return }
+        removeAll(for: url)
+    }
+
+    /// Removes the stored GET and HEAD responses for `url`, every variant of them.
+    ///
+    /// - Parameter url: The target URI.
+    package func removeAll(for url: URL) {
+        guard !isEmpty else { return }
         let uri = ResponseCacheKey.normalized(url)
         storage.withLock { storage in
             storage.removeAll(for: ResponseCacheKey(method: "GET", normalizedURI: uri))
@@ -333,7 +311,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// Removes every stored response.
-    public func removeAll() {
+    package func removeAll() {
         storage.withLock { $0.removeAll() }
     }
 

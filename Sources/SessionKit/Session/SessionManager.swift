@@ -22,8 +22,11 @@ public final class SessionManager: Sendable, Observable {
         public var tokenEndpoint: (any TokenEndpoint)?
         /// How sign-out revokes tokens; `nil` means it does not.
         public var revoker: (any TokenRevoker)?
-        /// A biometric or user-presence check before each use of a refresh token, if the app wants one.
-        public var userPresence: (any UserPresencePrompt)?
+        /// A biometric or user-presence check before each use of a refresh token, if the app wants one: called
+        /// with the reason to show the user, it returns when the user confirmed and throws ``SessionError`` with
+        /// code `userCancelled` when they cancelled (the session then stays signed in and unrefreshed; nothing
+        /// loops). On Apple platforms the Keychain store's access control can show the system prompt instead.
+        public var userPresence: (@Sendable (_ reason: String) async throws -> Void)?
         /// How each session sends requests.
         public var sessionConfiguration: UserSession.Configuration
         /// When sessions refresh.
@@ -51,7 +54,7 @@ public final class SessionManager: Sendable, Observable {
             store: any CredentialStore,
             tokenEndpoint: (any TokenEndpoint)? = nil,
             revoker: (any TokenRevoker)? = nil,
-            userPresence: (any UserPresencePrompt)? = nil,
+            userPresence: (@Sendable (_ reason: String) async throws -> Void)? = nil,
             sessionConfiguration: UserSession.Configuration = UserSession.Configuration(),
             refreshPolicy: RefreshPolicy = RefreshPolicy(),
             dataDirectory: URL? = nil,
@@ -88,7 +91,7 @@ public final class SessionManager: Sendable, Observable {
     /// run in the order they were asked for, so a purge is always the last operation on a signed-out account.
     package let vault: CredentialVault
     /// What became of writes in flight at sign-out, kept for each account's next session.
-    public let ledger = WriteLedger()
+    package let ledger = WriteLedger()
     let journal: PurgeJournal
     let directories: AccountDirectories
     let registrar = ObservationRegistrar()
@@ -220,12 +223,51 @@ public final class SessionManager: Sendable, Observable {
         guarded.withLock { $0.resources.append(resource) }
     }
 
+    /// Registers a purge step made from a closure: something of the user's that must go at sign-out, in
+    /// registration order.
+    ///
+    /// ```swift
+    /// manager.registerPurge(named: "search history") { account in
+    ///     try await searchHistory.deleteAll(for: account)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: A name for ``SignOutReport/purgeFailures`` and logs.
+    ///   - purge: Removes what the app keeps for the account; it may run again after a failure or a crash, so
+    ///     it must be idempotent.
+    public func registerPurge(
+        named name: String, _ purge: @escaping @Sendable (Account) async throws -> Void
+    ) {
+        register(PurgeStep(name, purge))
+    }
+
     /// The directory that holds `account`'s files, created on first use (mode 0700); purged at sign-out.
     ///
     /// - Parameter account: The account.
     /// - Returns: The directory, or `nil` when the manager has no data directory.
     public func directory(for account: Account) -> URL? {
         directories.directory(for: account)
+    }
+
+    /// Removes and returns what became of `account`'s writes that were in flight when it signed out.
+    ///
+    /// Call it when the account signs in again, before replaying anything: an entry says whether a handed-off
+    /// write completed (and with which status), failed, or was discarded (fetch the server's state rather than
+    /// replaying it). Entries of one account are only ever returned for that account.
+    ///
+    /// - Parameter account: The account signing in again.
+    /// - Returns: Its entries, oldest first; they are gone from the manager afterwards.
+    public func takeWriteReconciliations(for account: Account) -> [WriteReconciliation] {
+        ledger.take(for: account)
+    }
+
+    /// What became of `account`'s writes that were in flight when it signed out, left in place.
+    ///
+    /// - Parameter account: The account.
+    /// - Returns: Its entries, oldest first.
+    public func writeReconciliations(for account: Account) -> [WriteReconciliation] {
+        ledger.entries(for: account)
     }
 
     /// The outbox of `account`'s queued writes, stored in its directory.
@@ -432,10 +474,10 @@ extension SessionScoped: SessionBindable {}
 /// A token endpoint that asks for the user's presence before each use of the refresh token.
 private struct PresenceGuardedEndpoint: TokenEndpoint {
     let inner: any TokenEndpoint
-    let prompt: any UserPresencePrompt
+    let prompt: @Sendable (_ reason: String) async throws -> Void
 
     func refresh(using refreshToken: String) async throws -> TokenSet {
-        try await prompt.confirmPresence(reason: "Confirm it is you to stay signed in")
+        try await prompt("Confirm it is you to stay signed in")
         return try await inner.refresh(using: refreshToken)
     }
 }

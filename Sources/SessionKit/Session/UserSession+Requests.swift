@@ -9,7 +9,7 @@ extension UserSession {
     /// Sends `request` as this session's account and returns the response.
     ///
     /// The request carries `Authorization: Bearer <this session's access token>`. GET and HEAD responses are
-    /// served from and stored in the session's private ``cache`` per RFC 9111. A 401 is recovered once: when
+    /// served from and stored in the session's private cache per RFC 9111 (<doc:Caching>). A 401 is recovered once: when
     /// the token it rejected has been replaced the request is replayed with the current one, otherwise one
     /// refresh runs (shared with every other caller that needs one) and the request is replayed if its method
     /// is idempotent or it carries an `Idempotency-Key`. Transport failures and retryable statuses are retried

@@ -8,9 +8,10 @@ extension UserSession {
     /// Sends a write (POST, PUT, PATCH, DELETE) with a policy for what sign-out does if it is still in flight.
     ///
     /// - `.wait(d)`: sign-out waits up to `d` for it, then cancels it.
-    /// - `.handOff`: it runs on a URLSession of its own that sign-out lets finish; its outcome is kept in the
-    ///   session's ``WriteLedger`` for the same account's next session. It is never replayed.
-    /// - `.discard`: sign-out cancels it; the ledger tells the account's next session to fetch the server's
+    /// - `.handOff`: it runs on a URLSession of its own that sign-out lets finish; its outcome is kept by the
+    ///   manager for the same account's next session (``SessionManager/takeWriteReconciliations(for:)``). It is
+    ///   never replayed.
+    /// - `.discard`: sign-out cancels it; the manager tells the account's next session to fetch the server's
     ///   state instead of replaying it.
     ///
     /// - Parameters:

@@ -133,8 +133,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public let account: Account
     /// How the session sends requests.
     public let configuration: Configuration
-    /// The session's private HTTP cache: no other session can read it, and ``end()`` empties it.
-    public let cache: ResponseCache
+    /// The session's private HTTP cache (<doc:Caching>): no other session can read it, and ``end()`` empties it.
+    package let cache: ResponseCache
     let urlSession: URLSession
     let vault: CredentialVault?
     let ledger: WriteLedger?
@@ -160,19 +160,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///     keeps them in memory only.
     ///   - tokenEndpoint: How to refresh; `nil` means a 401 cannot be recovered.
     ///   - refreshPolicy: When and how often to refresh.
-    ///   - ledger: Where the outcomes of writes in flight at sign-out are kept for the account's next session.
     public convenience init(
         account: Account,
         tokens: TokenSet,
         configuration: Configuration = Configuration(),
         store: (any CredentialStore)? = nil,
         tokenEndpoint: (any TokenEndpoint)? = nil,
-        refreshPolicy: RefreshPolicy = RefreshPolicy(),
-        ledger: WriteLedger? = nil
+        refreshPolicy: RefreshPolicy = RefreshPolicy()
     ) {
         self.init(
             account: account, tokens: tokens, configuration: configuration, vault: store.map(CredentialVault.init),
-            tokenEndpoint: tokenEndpoint, refreshPolicy: refreshPolicy, ledger: ledger)
+            tokenEndpoint: tokenEndpoint, refreshPolicy: refreshPolicy, ledger: nil)
     }
 
     /// Creates an active session whose rotated credentials go through `vault` (the manager's, shared by all its

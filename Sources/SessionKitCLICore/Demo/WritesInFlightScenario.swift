@@ -120,8 +120,8 @@ enum WritesInFlightScenario {
             for task in started { results.append(await task.value) }
 
             _ = try await manager.signIn(DemoSupport.bob, tokens: DemoSupport.tokens("bob"))
-            let bobSees = manager.ledger.take(for: DemoSupport.bob)
-            let aliceKept = manager.ledger.entries(for: DemoSupport.alice)
+            let bobSees = manager.takeWriteReconciliations(for: DemoSupport.bob)
+            let aliceKept = manager.writeReconciliations(for: DemoSupport.alice)
             await manager.signOut(options: .localOnly)
             let crossed = crossed(server)
             let kept = aliceKept.map { "\($0.summary) \(outcome($0.outcome))" }.joined(separator: ", ")
