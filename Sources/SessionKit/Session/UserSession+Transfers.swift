@@ -85,11 +85,21 @@ extension UserSession {
     /// it arrives: the body is never assembled in memory.
     ///
     /// FoundationNetworking cannot pause a transfer, so chunks that arrive faster than the disk takes them wait in
-    /// memory meanwhile (`sessionkit-bench`, `transfer.download.peak_megabytes.n1024`).
+    /// memory meanwhile. To bound that, a GET is fetched in ranges of
+    /// ``Configuration/downloadSegmentBytes`` (16 MiB) when the server honours ranges: the first request asks for
+    /// `Range: bytes=0-…` (with `Accept-Encoding: identity`, unless the request sets its own), and each next one
+    /// for the following range with `If-Range` and the first answer's validator (a strong `ETag`, else
+    /// `Last-Modified`), so parts of two versions are never joined: a server whose resource changed answers 200
+    /// with the new version whole, and that is the download. A server that ignores ranges answers 200 to the first
+    /// request, which is then the whole download; one that gives no validator (nor a complete length) is asked
+    /// again for the whole body. The returned response of a download assembled from ranges is the first answer's,
+    /// with status 200, `Content-Length` the whole size and no `Content-Range`. A request that sets `Range` or
+    /// `If-Range` itself, or is not a GET, is sent as it is.
     ///
-    /// The same rules as ``data(for:)`` apply: this session's token, one 401 recovery, replay of replayable requests
-    /// only, cancelled by ``end()`` (the partial file is deleted) and refused after it. Whatever the status, the
-    /// body is in the file; a 401 that was recovered, or a retried status, leaves no file behind.
+    /// The same rules as ``data(for:)`` apply, to each request: this session's token, one 401 recovery, replay of
+    /// replayable requests only, cancelled by ``end()`` (the partial file is deleted) and refused after it.
+    /// Whatever the status, the body is in the file; a 401 that was recovered, or a retried status, leaves no file
+    /// behind.
     ///
     /// - Parameters:
     ///   - request: The request; its `Authorization` header is replaced.
@@ -104,6 +114,15 @@ extension UserSession {
     public func download(
         for request: URLRequest,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> (URL, HTTPURLResponse) {
+        if let ranged = try await downloadInRanges(request, progress: progress) { return ranged }
+        return try await downloadWhole(request, progress: progress)
+    }
+
+    /// Downloads the response to `request` with one request (and its retries), into a new file.
+    func downloadWhole(
+        _ request: URLRequest,
+        progress: (@Sendable (TransferProgress) -> Void)?
     ) async throws -> (URL, HTTPURLResponse) {
         let pathExtension = request.url?.pathExtension ?? ""
         return try await sendAuthorized(request) { outgoing in
@@ -223,9 +242,10 @@ extension UserSession {
                 }
                 events.response = { answered in
                     response.withLock { $0 = answered }
-                    let expected = answered.expectedContentLength
-                    body.expect(expected >= 0 ? expected : nil)
-                    if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
+                    body.begin(answered)
+                    if !isUpload {
+                        progress?(TransferProgress(completedBytes: body.written, expectedBytes: body.expected))
+                    }
                 }
                 events.data = { [weak self] chunk in
                     // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
@@ -262,6 +282,10 @@ final class TransferBody: Sendable {
         var written: Int64 = 0
         var expected: Int64?
         var failure: SessionError?
+        /// Set by ``rewind(to:)``: the body is assembled from ranges, a 206 continuing it where it stands.
+        var assemblesRanges = false
+        /// The current answer of a ranged download is neither a range nor a whole body: it is kept in `data`.
+        var holdsAnswer = false
     }
 
     private let state = Lock(State())
@@ -311,8 +335,70 @@ final class TransferBody: Sendable {
     /// Why the body could not be stored, if it could not.
     var failure: SessionError? { state.withLock { $0.failure } }
 
-    func expect(_ total: Int64?) {
-        state.withLock { $0.expected = total }
+    /// The bytes stored so far (for a ranged download, from the start of the file).
+    var written: Int64 { state.withLock { $0.written } }
+
+    /// The response head arrived. For a download assembled from ranges, a 206 goes on where the file stands, a
+    /// 200 is the whole body and replaces what the file holds, and any other answer (a 401 or a 503 that may be
+    /// retried, an error that may end the download) is held aside in memory until ``keepHeldAnswer()`` or the next
+    /// ``rewind(to:)``, so the ranges already stored are not lost to it.
+    func begin(_ response: HTTPURLResponse) {
+        state.withLock { state in
+            let length = response.expectedContentLength
+            state.expected = length >= 0 ? length : nil
+            guard state.assemblesRanges else { return }
+            switch response.statusCode {
+            case 206:
+                state.expected = ContentRange(response)?.completeLength
+            case 200..<300:
+                truncate(&state, to: 0)
+            default:
+                state.holdsAnswer = true
+                state.data = Data()
+            }
+        }
+    }
+
+    /// Makes the file end at `offset`, where the next range is written, and forgets an answer held aside.
+    ///
+    /// - Throws: `storageFailure` when the file cannot be truncated.
+    func rewind(to offset: Int64) throws {
+        try state.withLock { state in
+            state.assemblesRanges = true
+            state.holdsAnswer = false
+            state.data = Data()
+            if state.written != offset { truncate(&state, to: offset) }
+            if let failure = state.failure { throw failure }
+        }
+    }
+
+    /// Makes the answer held aside the file's whole content: it ends the download.
+    ///
+    /// - Throws: `storageFailure` when the file cannot be written.
+    func keepHeldAnswer() throws {
+        try state.withLock { state in
+            guard state.holdsAnswer, let handle else { return }
+            truncate(&state, to: 0)
+            do {
+                try handle.write(contentsOf: state.data)
+                state.written = Int64(state.data.count)
+            } catch {
+                state.failure = SessionError(.storageFailure, "the download could not be written to disk")
+            }
+            state.holdsAnswer = false
+            state.data = Data()
+            if let failure = state.failure { throw failure }
+        }
+    }
+
+    private func truncate(_ state: inout State, to offset: Int64) {
+        guard let handle else { return }
+        do {
+            try handle.truncate(atOffset: UInt64(offset))
+            state.written = offset
+        } catch {
+            state.failure = SessionError(.storageFailure, "the download could not be written to disk")
+        }
     }
 
     /// Stores a chunk.
@@ -321,6 +407,10 @@ final class TransferBody: Sendable {
     func append(_ chunk: Data) -> Int64? {
         state.withLock { state -> Int64? in
             guard state.failure == nil else { return nil }
+            if state.holdsAnswer {
+                state.data.append(chunk)
+                return Int64(state.data.count)
+            }
             if let handle {
                 do {
                     try handle.write(contentsOf: chunk)

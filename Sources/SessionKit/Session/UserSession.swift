@@ -53,6 +53,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         public var cacheMaximumBytes: Int
         /// Whether the access token is written to the credential store too (off: it stays in memory only).
         public var storesAccessToken: Bool
+        /// The most bytes one request of a ``UserSession/download(for:progress:)`` asks for: a GET download is
+        /// fetched in ranges of this size when the server honours ranges, so that memory stays bounded by it however
+        /// slowly the disk takes the bytes; 16 MiB by default, `0` for one request per download.
+        public var downloadSegmentBytes: Int
         /// The clock for expiry and backoff. ``requestTimeout`` runs in real time, not on this clock, so that a
         /// test's manual clock never ends a request in flight.
         public var clock: any SessionClock
@@ -67,18 +71,21 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         ///   - retryPolicy: Replay rules.
         ///   - cacheMaximumBytes: Cache bound; `0` disables it.
         ///   - storesAccessToken: Whether the access token is persisted too.
+        ///   - downloadSegmentBytes: The range one request of a download asks for; `0` for one request.
         ///   - clock: The clock to read.
         public init(
             requestTimeout: Duration = .seconds(30),
             retryPolicy: RetryPolicy = RetryPolicy(),
             cacheMaximumBytes: Int = 4 * 1024 * 1024,
             storesAccessToken: Bool = false,
+            downloadSegmentBytes: Int = 16 * 1024 * 1024,
             clock: any SessionClock = SystemClock()
         ) {
             self.requestTimeout = requestTimeout
             self.retryPolicy = retryPolicy
             self.cacheMaximumBytes = cacheMaximumBytes
             self.storesAccessToken = storesAccessToken
+            self.downloadSegmentBytes = downloadSegmentBytes
             self.clock = clock
         }
     }

@@ -14,7 +14,9 @@ import Testing
 /// Every location proxies to an upstream with `proxy_cache` keyed on the URL (`$scheme$proxy_host$request_uri`),
 /// adds `X-Cache-Status: $upstream_cache_status` to every answer, and logs, for every request, what nginx itself
 /// says it did: the URI, the query, the `Authorization` it got, `$upstream_cache_status`, and the `X-User` field it
-/// sent back (the upstream names the user whose answer it is in `X-User`; a cache hit replays the stored one).
+/// sent back (the upstream names the user whose answer it is in `X-User`; a cache hit replays the stored one), the
+/// `Range` asked for and the status. Besides, `/files/` serves the files under `directory/www/files` itself (with
+/// nginx's own ranges, `ETag` and `If-Range`) to `Authorization: Bearer token-alice` only.
 final class NginxProxy {
     /// How a location caches.
     enum CacheSetup: String, Sendable, CaseIterable {
@@ -32,6 +34,10 @@ final class NginxProxy {
         let authorization: String
         let cacheStatus: String
         let sentUser: String
+        /// The request's `Range`, `-` when it had none.
+        let range: String
+        /// The status nginx answered.
+        let status: String
     }
 
     /// Why nginx could not run.
@@ -72,9 +78,10 @@ final class NginxProxy {
         let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 5 else { return nil }
+            guard fields.count == 7 else { return nil }
             return LogEntry(
-                uri: fields[0], query: fields[1], authorization: fields[2], cacheStatus: fields[3], sentUser: fields[4])
+                uri: fields[0], query: fields[1], authorization: fields[2], cacheStatus: fields[3], sentUser: fields[4],
+                range: fields[5], status: fields[6])
         }
     }
 
@@ -98,7 +105,7 @@ final class NginxProxy {
         for _ in 0..<5 {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sessionkit-nginx-\(UUID().uuidString)")
-            for sub in ["tmp", "cache/honour", "cache/ignore"] {
+            for sub in ["tmp", "cache/honour", "cache/ignore", "www/files"] {
                 try FileManager.default.createDirectory(
                     at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
             }
@@ -162,7 +169,7 @@ final class NginxProxy {
             error_log \(root)/error.log warn;
             events { worker_connections 256; }
             http {
-              log_format truth '$uri\t$args\t$http_authorization\t$upstream_cache_status\t$sent_http_x_user';
+              log_format truth '$uri\t$args\t$http_authorization\t$upstream_cache_status\t$sent_http_x_user\t$http_range\t$status';
               access_log \(root)/access.log truth;
               client_body_temp_path \(root)/tmp/body;
               proxy_temp_path \(root)/tmp/proxy;
@@ -175,6 +182,10 @@ final class NginxProxy {
                 listen 127.0.0.1:\(port);
             \(location(.honour))
             \(location(.ignore))
+                location /files/ {
+                  root \(root)/www;
+                  if ($http_authorization != "Bearer token-alice") { return 401; }
+                }
               }
             }
 
