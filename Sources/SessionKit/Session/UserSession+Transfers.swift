@@ -178,16 +178,27 @@ extension UserSession {
         events: TransferEvents,
         make: (URLSession, _ accessToken: String?) -> URLSessionTask
     ) throws -> (transfers: TransferSession, task: URLSessionTask) {
+        let (transfers, task) = try createTransfer(events: events, make: make)
+        let started = admitsStarts.withLock { $0 } && handle.start(task)
+        if !started { transfers.cancel(task) }
+        return (transfers, task)
+    }
+
+    /// Creates one transfer task, suspended, under the lock that guards `isActive`, and registers its events.
+    ///
+    /// - Throws: `sessionEnded` when the session had ended: then nothing was created and `events` hear nothing.
+    func createTransfer(
+        events: TransferEvents,
+        make: (URLSession, _ accessToken: String?) -> URLSessionTask
+    ) throws -> (transfers: TransferSession, task: URLSessionTask) {
         let created = lifetime.withLock { lifetime -> (TransferSession, URLSessionTask)? in
             guard let transfers = transferSession(&lifetime) else { return nil }
             let task = make(transfers.urlSession, lifetime.tokens?.accessToken)
             transfers.register(task, events)
             return (transfers, task)
         }
-        guard let (transfers, task) = created else { throw SessionError.ended }
-        let started = admitsStarts.withLock { $0 } && handle.start(task)
-        if !started { transfers.cancel(task) }
-        return (transfers, task)
+        guard let created else { throw SessionError.ended }
+        return created
     }
 
     /// Runs one transfer to its end, its response body going into `body`.
@@ -201,55 +212,52 @@ extension UserSession {
         progress: (@Sendable (TransferProgress) -> Void)?,
         make: (URLSession) -> URLSessionTask
     ) async throws -> HTTPURLResponse {
-        let handle = RequestHandle()
         let transfers = lifetime.withLock { transferSession(&$0) }
         guard let transfers else { throw SessionError.ended }
         let isUpload = request.httpMethod.map { $0.uppercased() != "GET" && $0.uppercased() != "HEAD" } ?? false
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<HTTPURLResponse, any Error>) in
-                let response = Lock<HTTPURLResponse?>(nil)
-                var events = TransferEvents { [weak self] error in
-                    guard handle.claimAnswer() else { return }
-                    if let failure = body.failure {
-                        continuation.resume(throwing: failure)
-                    } else if let error {
-                        continuation.resume(throwing: TransportFailure(underlying: error, request: request))
-                    } else if let answered = response.withLock({ $0 }), self != nil {
-                        continuation.resume(returning: answered)
-                    } else {
-                        continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
-                    }
-                }
-                events.response = { answered in
-                    response.withLock { $0 = answered }
-                    let expected = answered.expectedContentLength
-                    body.expect(expected >= 0 ? expected : nil)
-                    if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
-                }
-                events.data = { [weak self] chunk in
-                    // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
-                    // queued before the cancellation still arrive.
-                    guard self?.isActive == true else { return }
-                    let total = body.append(chunk)
-                    if !isUpload, let total {
-                        progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
-                    }
-                    if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
-                }
-                if let progress {
-                    events.sent = { total, expected in
-                        progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
-                    }
-                }
-                do {
-                    try startTransfer(handle: handle, events: events) { urlSession, _ in make(urlSession) }
-                } catch {
-                    if handle.claimAnswer() { continuation.resume(throwing: error) }
+        // A start that `end()` or the caller's cancellation came before is cancelled, and its cancellation, like
+        // any, is reported through the task's events (mapped to what it was by the caller's loop).
+        return try await TaskBridge.run(
+            cancellingThrough: transfers.urlSession,
+            admits: { admitsStarts.withLock { $0 } },
+            notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
+            discardUnstarted: { transfers.cancel($0) }
+        ) { (answer: TaskAnswer<HTTPURLResponse>) in
+            let handle = answer.handle
+            let response = Lock<HTTPURLResponse?>(nil)
+            var events = TransferEvents { [weak self] error in
+                if let failure = body.failure {
+                    answer.resume(throwing: failure)
+                } else if let error {
+                    answer.resume(throwing: TransportFailure(underlying: error, request: request))
+                } else if let answered = response.withLock({ $0 }), self != nil {
+                    answer.resume(returning: answered)
+                } else {
+                    answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
                 }
             }
-        } onCancel: {
-            handle.cancel(in: transfers.urlSession)
+            events.response = { answered in
+                response.withLock { $0 = answered }
+                let expected = answered.expectedContentLength
+                body.expect(expected >= 0 ? expected : nil)
+                if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
+            }
+            events.data = { [weak self] chunk in
+                // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
+                // queued before the cancellation still arrive.
+                guard self?.isActive == true else { return }
+                let total = body.append(chunk)
+                if !isUpload, let total {
+                    progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+                }
+                if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
+            }
+            if let progress {
+                events.sent = { total, expected in
+                    progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
+                }
+            }
+            return try createTransfer(events: events) { urlSession, _ in make(urlSession) }.task
         }
     }
 }
