@@ -54,7 +54,8 @@ enum TaskBridge {
                 start(TaskAnswer(handle, continuation), nil, admits, notStarted, discardUnstarted, create)
             }
         }
-        let timer = deadline.map { RequestDeadline(after: $0) { handle.cancel(in: canceller) } }
+        var timer: RequestDeadline?
+        if let deadline { timer = RequestDeadline(after: deadline) { handle.cancel(in: canceller) } }
         defer { timer?.cancel() }
         do {
             return try await withTaskCancellationHandler {
