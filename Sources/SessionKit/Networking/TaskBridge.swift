@@ -18,8 +18,8 @@ import Foundation
 /// - **Cancelled through the delegate queue.** A cancellation of the calling Swift task and the deadline cancel
 ///   the task with `cancelWithoutRacingCompletion`, never directly (a cancellation that races a completion handler
 ///   stops the process in FoundationNetworking).
-/// - **A deadline**, when given, that cancels the exchange and turns the cancellation it causes into `onTimeout`'s
-///   error.
+/// - **A deadline**, when given (``DeadlineTicker``), that cancels the exchange if it has no answer by then, and
+///   turns the cancellation it causes into `onTimeout`'s error.
 enum TaskBridge {
     /// Creates, starts and awaits one task.
     ///
@@ -38,6 +38,8 @@ enum TaskBridge {
     ///   - create: Makes the task, suspended, and wires its completion to the answer it is given; it runs once,
     ///     synchronously. It throws to refuse (nothing created): the call throws that error.
     /// - Returns: The value the task's completion answered with.
+    /// - Throws: What the task's completion answered with, what `create` threw, `notStarted`, or `onTimeout`'s
+    ///   error.
     @inline(__always)
     static func run<Value: Sendable>(
         handle: RequestHandle = RequestHandle(),
@@ -54,9 +56,9 @@ enum TaskBridge {
                 start(TaskAnswer(handle, continuation), nil, admits, notStarted, discardUnstarted, create)
             }
         }
-        var timer: RequestDeadline?
-        if let deadline { timer = RequestDeadline(after: deadline) { handle.cancel(in: canceller) } }
-        defer { timer?.cancel() }
+        var deadlineKey: UInt64?
+        if let deadline { deadlineKey = DeadlineTicker.shared.add(after: deadline) { handle.expire(in: canceller) } }
+        defer { if let deadlineKey { DeadlineTicker.shared.remove(deadlineKey) } }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -66,7 +68,9 @@ enum TaskBridge {
                 handle.cancel(in: canceller)
             }
         } catch {
-            guard let timer, timer.hasExpired, !Task.isCancelled, let replaced = onTimeout(error) else { throw error }
+            guard deadlineKey != nil, handle.hasExpired, !Task.isCancelled, let replaced = onTimeout(error) else {
+                throw error
+            }
             throw replaced
         }
     }

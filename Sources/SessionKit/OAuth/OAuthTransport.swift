@@ -74,21 +74,22 @@ final class OAuthTransport: Sendable {
                     guard Self.isCancellation(error) else { return nil }
                     return SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
                 },
-                notStarted: CancellationError()
-            ) { answer in
-                session.dataTask(with: request) { data, response, error in
-                    // Stamped here, before any hop: a token's lifetime starts when its response arrived.
-                    let receivedAt = clock.now
-                    let receivedAtWall = clock.wallNow
-                    if let error {
-                        answer.resume(throwing: error)
-                    } else if let response {
-                        answer.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
-                    } else {
-                        answer.resume(throwing: URLError(.badServerResponse))
+                notStarted: CancellationError(),
+                create: { answer in
+                    session.dataTask(with: request) { data, response, error in
+                        // Stamped here, before any hop: a token's lifetime starts when its response arrived.
+                        let receivedAt = clock.now
+                        let receivedAtWall = clock.wallNow
+                        if let error {
+                            answer.resume(throwing: error)
+                        } else if let response {
+                            answer.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
+                        } else {
+                            answer.resume(throwing: URLError(.badServerResponse))
+                        }
                     }
                 }
-            }
+            )
         } catch let error as SessionError where error.code == .timedOut {
             throw error
         } catch {

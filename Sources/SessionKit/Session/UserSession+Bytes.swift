@@ -102,41 +102,43 @@ extension UserSession {
             discardUnstarted: { task in
                 continuation.finish()
                 transfers.cancel(task)
-            }
-        ) { (head: TaskAnswer<HTTPURLResponse>) in
-            var events = TransferEvents { [weak self] error in
-                // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
-                if head.resume(
-                    throwing: error.map { TransportFailure(underlying: $0, request: request) }
-                        ?? TransportFailure(underlying: URLError(.badServerResponse)))
-                {
-                    continuation.finish()
-                    return
+            },
+            create: { (head: TaskAnswer<HTTPURLResponse>) in
+                var events = TransferEvents { [weak self] error in
+                    // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
+                    if head.resume(
+                        throwing: error.map { TransportFailure(underlying: $0, request: request) }
+                            ?? TransportFailure(underlying: URLError(.badServerResponse)))
+                    {
+                        continuation.finish()
+                        return
+                    }
+                    let active = self?.isActive ?? false
+                    if let error {
+                        continuation.finish(
+                            throwing: active
+                                ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
+                                : SessionError.ended)
+                    } else {
+                        continuation.finish()
+                    }
                 }
-                let active = self?.isActive ?? false
-                if let error {
-                    continuation.finish(
-                        throwing: active
-                            ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
-                            : SessionError.ended)
-                } else {
-                    continuation.finish()
+                events.response = { answered in
+                    head.resume(returning: answered)
+                }
+                events.data = { [weak self] chunk in
+                    guard self?.isActive == true else { return }
+                    continuation.yield(chunk)
+                }
+                do {
+                    return try createTransfer(events: events) { urlSession, _ in urlSession.dataTask(with: request) }
+                        .task
+                } catch {
+                    continuation.finish(throwing: error)
+                    throw error
                 }
             }
-            events.response = { answered in
-                head.resume(returning: answered)
-            }
-            events.data = { [weak self] chunk in
-                guard self?.isActive == true else { return }
-                continuation.yield(chunk)
-            }
-            do {
-                return try createTransfer(events: events) { urlSession, _ in urlSession.dataTask(with: request) }.task
-            } catch {
-                continuation.finish(throwing: error)
-                throw error
-            }
-        }
+        )
         return (stream, response)
     }
 }

@@ -140,31 +140,32 @@ extension UserSession {
                 requestFinished(id)
                 // Cancelled, so that the session does not keep the task registered (and can be invalidated).
                 urlSession.cancelWithoutRacingCompletion([task])
-            }
-        ) { (answer: TaskAnswer<(Data, URLResponse)>) in
-            let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
-                guard lifetime.isActive else { return nil }
-                let id = lifetime.nextTaskID
-                lifetime.nextTaskID &+= 1
-                let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
-                    // Forgotten whoever answers (a start that was refused forgot it already).
-                    self?.requestFinished(id)
-                    if let error {
-                        answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                    } else if let response {
-                        answer.resume(returning: (data ?? Data(), response))
-                    } else {
-                        answer.resume(
-                            throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
+            },
+            create: { (answer: TaskAnswer<(Data, URLResponse)>) in
+                let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
+                    guard lifetime.isActive else { return nil }
+                    let id = lifetime.nextTaskID
+                    lifetime.nextTaskID &+= 1
+                    let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
+                        // Forgotten whoever answers (a start that was refused forgot it already).
+                        self?.requestFinished(id)
+                        if let error {
+                            answer.resume(throwing: TransportFailure(underlying: error, request: request))
+                        } else if let response {
+                            answer.resume(returning: (data ?? Data(), response))
+                        } else {
+                            answer.resume(
+                                throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
+                        }
                     }
+                    lifetime.requests[id] = task
+                    return (task, id)
                 }
-                lifetime.requests[id] = task
-                return (task, id)
+                guard let created else { throw SessionError.ended }
+                id = created.id
+                return created.task
             }
-            guard let created else { throw SessionError.ended }
-            id = created.id
-            return created.task
-        }
+        )
         guard let http = response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }

@@ -221,44 +221,45 @@ extension UserSession {
             cancellingThrough: transfers.urlSession,
             admits: { admitsStarts.withLock { $0 } },
             notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
-            discardUnstarted: { transfers.cancel($0) }
-        ) { (answer: TaskAnswer<HTTPURLResponse>) in
-            let handle = answer.handle
-            let response = Lock<HTTPURLResponse?>(nil)
-            var events = TransferEvents { [weak self] error in
-                if let failure = body.failure {
-                    answer.resume(throwing: failure)
-                } else if let error {
-                    answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                } else if let answered = response.withLock({ $0 }), self != nil {
-                    answer.resume(returning: answered)
-                } else {
-                    answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+            discardUnstarted: { transfers.cancel($0) },
+            create: { (answer: TaskAnswer<HTTPURLResponse>) in
+                let handle = answer.handle
+                let response = Lock<HTTPURLResponse?>(nil)
+                var events = TransferEvents { [weak self] error in
+                    if let failure = body.failure {
+                        answer.resume(throwing: failure)
+                    } else if let error {
+                        answer.resume(throwing: TransportFailure(underlying: error, request: request))
+                    } else if let answered = response.withLock({ $0 }), self != nil {
+                        answer.resume(returning: answered)
+                    } else {
+                        answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+                    }
                 }
-            }
-            events.response = { answered in
-                response.withLock { $0 = answered }
-                let expected = answered.expectedContentLength
-                body.expect(expected >= 0 ? expected : nil)
-                if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
-            }
-            events.data = { [weak self] chunk in
-                // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
-                // queued before the cancellation still arrive.
-                guard self?.isActive == true else { return }
-                let total = body.append(chunk)
-                if !isUpload, let total {
-                    progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+                events.response = { answered in
+                    response.withLock { $0 = answered }
+                    let expected = answered.expectedContentLength
+                    body.expect(expected >= 0 ? expected : nil)
+                    if !isUpload { progress?(TransferProgress(completedBytes: 0, expectedBytes: body.expected)) }
                 }
-                if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
-            }
-            if let progress {
-                events.sent = { total, expected in
-                    progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
+                events.data = { [weak self] chunk in
+                    // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
+                    // queued before the cancellation still arrive.
+                    guard self?.isActive == true else { return }
+                    let total = body.append(chunk)
+                    if !isUpload, let total {
+                        progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+                    }
+                    if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
                 }
+                if let progress {
+                    events.sent = { total, expected in
+                        progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
+                    }
+                }
+                return try createTransfer(events: events) { urlSession, _ in make(urlSession) }.task
             }
-            return try createTransfer(events: events) { urlSession, _ in make(urlSession) }.task
-        }
+        )
     }
 }
 
