@@ -107,7 +107,7 @@ final class OAuthTransport: Sendable {
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {
-        error is CancellationError || (error as? URLError)?.code == .cancelled
+        error is CancellationError || TransportFailureKind(error, wasHTTP: true) == .cancelled
     }
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.
