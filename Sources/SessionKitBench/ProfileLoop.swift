@@ -20,6 +20,9 @@ enum ProfileLoop {
         case session
         /// A raw URLSession configured like the session's own, `Authorization` set by hand.
         case raw
+        /// The same raw URLSession through `dataTask(with:completionHandler:)`, whose completion comes through the
+        /// session's delegate queue, as `UserSession`'s does: what that hop costs, apart from SessionKit.
+        case rawHandler = "raw-handler"
         /// `UserSession.data(for:)` answered by the session's cache (`max-age=60`).
         case cacheHit = "cache-hit"
     }
@@ -84,6 +87,15 @@ enum ProfileLoop {
                 let (_, response) = try await raw.data(for: request)
                 guard (response as? HTTPURLResponse)?.statusCode == 200 else {
                     throw BenchError("raw URLSession got an unexpected answer")
+                }
+            }
+        case .rawHandler:
+            send = {
+                var request = URLRequest(url: url)
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                let (_, response) = try await RequestBenchmarks.dataThroughCompletionHandler(raw, request)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                    throw BenchError("raw URLSession (completion handler) got an unexpected answer")
                 }
             }
         }

@@ -192,7 +192,7 @@ enum RequestBenchmarks {
     }
 
     /// `raw.dataTask(with:completionHandler:)`, awaited: its completion comes through the session's delegate queue.
-    private static func dataThroughCompletionHandler(_ raw: URLSession, _ request: URLRequest) async throws -> (
+    static func dataThroughCompletionHandler(_ raw: URLSession, _ request: URLRequest) async throws -> (
         Data, URLResponse?
     ) {
         try await withCheckedThrowingContinuation {

@@ -57,4 +57,43 @@ import Testing
             gate.open()
         }
     }
+    /// A caller's cancellation reaches a started task only through the session's delegate queue, never directly: a
+    /// cancellation that FoundationNetworking ran while a completion handler was running on that queue would stop
+    /// the process. With the delegate queue held, the cancelled request's task must still be running once the
+    /// URLSession's work queue has done everything queued before the check; it is cancelled when the queue is let go.
+    @Test func aCallersCancellationReachesTheTaskOnlyThroughTheDelegateQueue() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server async throws in
+            server.route("/held") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            defer { session.end() }
+            let request = Task { try await session.data(for: get(server, "/held")) }
+            await gate.waitForArrivals(1)
+            let task = try #require(session.lifetime.withLock { Array($0.requests.values) }.first)
+
+            let held = DispatchSemaphore(value: 0)
+            let holding = DispatchSemaphore(value: 0)
+            session.urlSession.delegateQueue.addOperation {
+                holding.signal()
+                held.wait()
+            }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    holding.wait()
+                    done.resume()
+                }
+            }
+            request.cancel()
+            // Reading `priority` waits for the task's work queue: a cancellation made directly would have taken its
+            // first step there by now, and the task would no longer be running.
+            _ = task.priority
+            #expect(task.state == .running, "the task was cancelled without going through the delegate queue")
+            held.signal()
+            await #expect(throws: CancellationError.self) { try await request.value }
+            gate.open()
+        }
+    }
 }

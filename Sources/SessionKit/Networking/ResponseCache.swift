@@ -344,7 +344,9 @@ package final class ResponseCache: Sendable {
     /// case for a fraction of that. A `no` here decides nothing: the entry's own parse of every field does.
     private static func saysNoStore(_ response: HTTPURLResponse) -> Bool {
         guard let value = response.value(forHTTPHeaderField: "Cache-Control") else { return false }
-        return CacheControl(value).noStore
+        // The usual answer of an API that must not be cached, recognised without parsing; any other value
+        // (another case, more directives) is parsed.
+        return value == "no-store" || CacheControl(value).noStore
     }
 
     private static func isUsableWithoutValidation(

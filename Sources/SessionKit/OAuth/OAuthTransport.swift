@@ -61,43 +61,38 @@ final class OAuthTransport: Sendable {
         // the server may already have rotated, which its reuse detection answers by revoking the whole grant
         // (RFC 9700 §4.14.2). Token requests are rare, so the extra handshake costs little.
         request.setValue("close", forHTTPHeaderField: "Connection")
-        let handle = RequestHandle()
         let clock = clock
         let session = session
-        // The exchange's wall-clock deadline: URLSession's timeouts are idle timeouts on Linux, which a server
-        // that trickles its answer never trips.
-        let deadline = RequestDeadline(after: requestTimeout) { handle.cancel(in: session) }
-        defer { deadline.cancel() }
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
-            outcome = try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let task = session.dataTask(with: request) { data, response, error in
-                        guard handle.claimAnswer() else { return }
+            // The exchange's wall-clock deadline: URLSession's timeouts are idle timeouts on Linux, which a server
+            // that trickles its answer never trips.
+            outcome = try await TaskBridge.run(
+                cancellingThrough: session,
+                deadline: requestTimeout,
+                onTimeout: { [requestTimeout] error in
+                    guard Self.isCancellation(error) else { return nil }
+                    return SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
+                },
+                notStarted: CancellationError(),
+                create: { answer in
+                    session.dataTask(with: request) { data, response, error in
                         // Stamped here, before any hop: a token's lifetime starts when its response arrived.
                         let receivedAt = clock.now
                         let receivedAtWall = clock.wallNow
                         if let error {
-                            continuation.resume(throwing: error)
+                            answer.resume(throwing: error)
                         } else if let response {
-                            continuation.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
+                            answer.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
                         } else {
-                            continuation.resume(throwing: URLError(.badServerResponse))
+                            answer.resume(throwing: URLError(.badServerResponse))
                         }
                     }
-                    guard handle.start(task) else {
-                        if handle.claimAnswer() { continuation.resume(throwing: CancellationError()) }
-                        session.cancelWithoutRacingCompletion([task])
-                        return
-                    }
                 }
-            } onCancel: {
-                handle.cancel(in: session)
-            }
+            )
+        } catch let error as SessionError where error.code == .timedOut {
+            throw error
         } catch {
-            if deadline.hasExpired && !Task.isCancelled && Self.isCancellation(error) {
-                throw SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
-            }
             throw Self.map(error, endpoint: endpoint)
         }
         guard let response = outcome.1 as? HTTPURLResponse else {
@@ -112,7 +107,7 @@ final class OAuthTransport: Sendable {
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {
-        error is CancellationError || (error as? URLError)?.code == .cancelled
+        error is CancellationError || TransportFailureKind(error, wasHTTP: true) == .cancelled
     }
 
     /// The error to throw for a failed exchange: a cancellation of the caller stays a `CancellationError`.

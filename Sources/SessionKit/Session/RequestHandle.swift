@@ -23,20 +23,39 @@ final class RequestHandle: Sendable {
         var task: URLSessionTask?
         var phase = Phase.created
         var canceller: URLSession?
+        var answered = false
+        var expired = false
     }
 
+    /// One lock for all of it: a request's state is touched a handful of times, never contended for long, and
+    /// each lock costs an allocation and a mutex to set up and tear down on every request.
     private let state = Lock(State())
-    private let answered = Lock(false)
 
     /// Claims the one right to resume the request's continuation: the completion handler and the path for a task
     /// that never started can both reach it (cancelling a task that never started still runs its handler).
     ///
     /// - Returns: `true` for the first caller only.
     func claimAnswer() -> Bool {
-        answered.withLock { answered in
-            defer { answered = true }
-            return !answered
+        state.withLock { state in
+            defer { state.answered = true }
+            return !state.answered
         }
+    }
+
+    /// Whether the request's deadline passed before it was answered (``expire(in:)``), so that the cancellation
+    /// it caused can be told apart from the caller's and read as a timeout.
+    var hasExpired: Bool { state.withLock { $0.expired } }
+
+    /// Cancels the request for its deadline, unless it was answered already.
+    ///
+    /// - Parameter session: The session that created the task.
+    func expire(in session: URLSession) {
+        let unanswered = state.withLock { state -> Bool in
+            guard !state.answered else { return false }
+            state.expired = true
+            return true
+        }
+        if unanswered { cancel(in: session) }
     }
 
     /// Starts `task` unless the request was cancelled first.

@@ -31,7 +31,7 @@ extension UserSession {
     /// - Returns: The value and response of the answer handed back.
     /// - Throws: What ``data(for:)`` throws.
     func sendAuthorized<Value>(
-        _ request: URLRequest,
+        _ request: consuming URLRequest,
         attempt: (_ outgoing: URLRequest) async throws -> AttemptResult<Value>,
         discard: (Value) -> Void = { _ in }
     ) async throws -> (Value, HTTPURLResponse) {
@@ -46,13 +46,13 @@ extension UserSession {
             guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
                 throw SessionError.ended
             }
-            var outgoing = request
-            outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
 
             let value: Value
             let response: HTTPURLResponse
             do {
-                switch try await attempt(outgoing) {
+                switch try await attempt(request) {
                 case .result(let value, let response):
                     guard isActive else {
                         discard(value)

@@ -94,46 +94,51 @@ extension UserSession {
         continuation.onTermination = { termination in
             if case .cancelled = termination { handle.cancel(in: transfers.urlSession) }
         }
-        let head = Lock<CheckedContinuation<HTTPURLResponse, any Error>?>(nil)
-        let response: HTTPURLResponse = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { waiting in
-                head.withLock { $0 = waiting }
+        let response: HTTPURLResponse = try await TaskBridge.run(
+            handle: handle,
+            cancellingThrough: transfers.urlSession,
+            admits: { admitsStarts.withLock { $0 } },
+            notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
+            discardUnstarted: { task in
+                continuation.finish()
+                transfers.cancel(task)
+            },
+            create: { (head: TaskAnswer<HTTPURLResponse>) in
                 var events = TransferEvents { [weak self] error in
-                    let active = self?.isActive ?? false
-                    let failure: (any Error)? = error.map { error in
-                        active
-                            ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
-                            : SessionError.ended
-                    }
-                    if let waiting = head.withLock({ $0.take() }) {
-                        // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
-                        waiting.resume(
-                            throwing: error.map { TransportFailure(underlying: $0, request: request) }
-                                ?? TransportFailure(underlying: URLError(.badServerResponse)))
+                    // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
+                    if head.resume(
+                        throwing: error.map { TransportFailure(underlying: $0, request: request) }
+                            ?? TransportFailure(underlying: URLError(.badServerResponse)))
+                    {
                         continuation.finish()
                         return
                     }
-                    if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
+                    let active = self?.isActive ?? false
+                    if let error {
+                        continuation.finish(
+                            throwing: active
+                                ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
+                                : SessionError.ended)
+                    } else {
+                        continuation.finish()
+                    }
                 }
                 events.response = { answered in
-                    head.withLock { $0.take() }?.resume(returning: answered)
+                    head.resume(returning: answered)
                 }
                 events.data = { [weak self] chunk in
                     guard self?.isActive == true else { return }
                     continuation.yield(chunk)
                 }
                 do {
-                    try startTransfer(handle: handle, events: events) { urlSession, _ in
-                        urlSession.dataTask(with: request)
-                    }
+                    return try createTransfer(events: events) { urlSession, _ in urlSession.dataTask(with: request) }
+                        .task
                 } catch {
-                    head.withLock { $0.take() }?.resume(throwing: error)
                     continuation.finish(throwing: error)
+                    throw error
                 }
             }
-        } onCancel: {
-            handle.cancel(in: transfers.urlSession)
-        }
+        )
         return (stream, response)
     }
 }

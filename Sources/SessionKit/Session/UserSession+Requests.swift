@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -117,78 +116,60 @@ extension UserSession {
     }
 
     /// Creates one URLSession task under the lock that guards `isActive`, then starts it, with
-    /// ``Configuration/requestTimeout`` as its deadline.
+    /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``).
     ///
     /// At the deadline the task is cancelled, through the session's delegate queue like every cancellation, and
     /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
     /// then it is the cancellation it was).
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let handle = RequestHandle()
         let urlSession = urlSession
-        let deadline = RequestDeadline(after: configuration.requestTimeout) { handle.cancel(in: urlSession) }
-        defer { deadline.cancel() }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await exchange(request, handle: handle)
-        } catch let failure as TransportFailure
-            where failure.isCancellation && deadline.hasExpired && isActive && !Task.isCancelled
-        {
-            throw TransportFailure(underlying: URLError(.timedOut), request: request)
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
-        }
-        return (data, http)
-    }
-
-    private func exchange(_ request: URLRequest, handle: RequestHandle) async throws -> (Data, URLResponse) {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+        var id = 0
+        let (data, response) = try await TaskBridge.run(
+            cancellingThrough: urlSession,
+            deadline: configuration.requestTimeout,
+            onTimeout: { [self] error in
+                guard (error as? TransportFailure)?.isCancellation == true, isActive else { return nil }
+                return TransportFailure(underlying: URLError(.timedOut), request: request)
+            },
+            admits: { [self] in
+                configuration.beforeStart?(self)
+                return admitsStarts.withLock { $0 }
+            },
+            notStarted: TransportFailure(underlying: URLError(.cancelled)),
+            discardUnstarted: { [self] task in
+                requestFinished(id)
+                // Cancelled, so that the session does not keep the task registered (and can be invalidated).
+                urlSession.cancelWithoutRacingCompletion([task])
+            },
+            create: { (answer: TaskAnswer<(Data, URLResponse)>) in
                 let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
                     guard lifetime.isActive else { return nil }
                     let id = lifetime.nextTaskID
                     lifetime.nextTaskID &+= 1
                     let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
-                        guard handle.claimAnswer() else { return }
+                        // Forgotten whoever answers (a start that was refused forgot it already).
                         self?.requestFinished(id)
                         if let error {
-                            continuation.resume(throwing: TransportFailure(underlying: error, request: request))
+                            answer.resume(throwing: TransportFailure(underlying: error, request: request))
                         } else if let response {
-                            continuation.resume(returning: (data ?? Data(), response))
+                            answer.resume(returning: (data ?? Data(), response))
                         } else {
-                            continuation.resume(
+                            answer.resume(
                                 throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
                         }
                     }
                     lifetime.requests[id] = task
                     return (task, id)
                 }
-                guard let created else {
-                    continuation.resume(throwing: SessionError.ended)
-                    return
-                }
-                // Started with no lock held: `resume()` waits for the URLSession's serial work queue, which every
-                // transfer of this session keeps busy, and a lock held meanwhile would stall whoever needs it (other
-                // starts, completions, `end()`, a cancelling caller). A request that `end()` reached before this
-                // check never starts; one that passed it is among the tasks `end()` took, and `end()` cancels it
-                // whether its `resume()` lands first or not. The handle orders the start against the caller's own
-                // cancellation the same way.
-                configuration.beforeStart?(self)
-                let started = admitsStarts.withLock { $0 } && handle.start(created.task)
-                guard started else {
-                    requestFinished(created.id)
-                    if handle.claimAnswer() {
-                        continuation.resume(throwing: TransportFailure(underlying: URLError(.cancelled)))
-                    }
-                    // Cancelled, so that the session does not keep the task registered (and can be invalidated).
-                    urlSession.cancelWithoutRacingCompletion([created.task])
-                    return
-                }
+                guard let created else { throw SessionError.ended }
+                id = created.id
+                return created.task
             }
-        } onCancel: {
-            handle.cancel(in: urlSession)
+        )
+        guard let http = response as? HTTPURLResponse else {
+            throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
+        return (data, http)
     }
 
     /// Forgets a request whose answer has been claimed. After `end()` there is nothing left to forget: `end()`

@@ -197,16 +197,27 @@ extension UserSession {
         events: TransferEvents,
         make: (URLSession, _ accessToken: String?) -> URLSessionTask
     ) throws -> (transfers: TransferSession, task: URLSessionTask) {
+        let (transfers, task) = try createTransfer(events: events, make: make)
+        let started = admitsStarts.withLock { $0 } && handle.start(task)
+        if !started { transfers.cancel(task) }
+        return (transfers, task)
+    }
+
+    /// Creates one transfer task, suspended, under the lock that guards `isActive`, and registers its events.
+    ///
+    /// - Throws: `sessionEnded` when the session had ended: then nothing was created and `events` hear nothing.
+    func createTransfer(
+        events: TransferEvents,
+        make: (URLSession, _ accessToken: String?) -> URLSessionTask
+    ) throws -> (transfers: TransferSession, task: URLSessionTask) {
         let created = lifetime.withLock { lifetime -> (TransferSession, URLSessionTask)? in
             guard let transfers = transferSession(&lifetime) else { return nil }
             let task = make(transfers.urlSession, lifetime.tokens?.accessToken)
             transfers.register(task, events)
             return (transfers, task)
         }
-        guard let (transfers, task) = created else { throw SessionError.ended }
-        let started = admitsStarts.withLock { $0 } && handle.start(task)
-        if !started { transfers.cancel(task) }
-        return (transfers, task)
+        guard let created else { throw SessionError.ended }
+        return created
     }
 
     /// Runs one transfer to its end, its response body going into `body`.
@@ -220,24 +231,28 @@ extension UserSession {
         progress: (@Sendable (TransferProgress) -> Void)?,
         make: (URLSession) -> URLSessionTask
     ) async throws -> HTTPURLResponse {
-        let handle = RequestHandle()
         let transfers = lifetime.withLock { transferSession(&$0) }
         guard let transfers else { throw SessionError.ended }
         let isUpload = request.httpMethod.map { $0.uppercased() != "GET" && $0.uppercased() != "HEAD" } ?? false
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<HTTPURLResponse, any Error>) in
+        // A start that `end()` or the caller's cancellation came before is cancelled, and its cancellation, like
+        // any, is reported through the task's events (mapped to what it was by the caller's loop).
+        return try await TaskBridge.run(
+            cancellingThrough: transfers.urlSession,
+            admits: { admitsStarts.withLock { $0 } },
+            notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
+            discardUnstarted: { transfers.cancel($0) },
+            create: { (answer: TaskAnswer<HTTPURLResponse>) in
+                let handle = answer.handle
                 let response = Lock<HTTPURLResponse?>(nil)
                 var events = TransferEvents { [weak self] error in
-                    guard handle.claimAnswer() else { return }
                     if let failure = body.failure {
-                        continuation.resume(throwing: failure)
+                        answer.resume(throwing: failure)
                     } else if let error {
-                        continuation.resume(throwing: TransportFailure(underlying: error, request: request))
+                        answer.resume(throwing: TransportFailure(underlying: error, request: request))
                     } else if let answered = response.withLock({ $0 }), self != nil {
-                        continuation.resume(returning: answered)
+                        answer.resume(returning: answered)
                     } else {
-                        continuation.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+                        answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
                     }
                 }
                 events.response = { answered in
@@ -262,15 +277,9 @@ extension UserSession {
                         progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
                     }
                 }
-                do {
-                    try startTransfer(handle: handle, events: events) { urlSession, _ in make(urlSession) }
-                } catch {
-                    if handle.claimAnswer() { continuation.resume(throwing: error) }
-                }
+                return try createTransfer(events: events) { urlSession, _ in make(urlSession) }.task
             }
-        } onCancel: {
-            handle.cancel(in: transfers.urlSession)
-        }
+        )
     }
 }
 

@@ -72,9 +72,12 @@ extension UserSession {
     }
 
     private func sendHandedOff(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
-            let started = lifetime.withLock { lifetime -> Bool in
-                guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { return false }
+        // Not cancelled by the caller nor by `end()`: a handed-off write runs to its end on a session of its own.
+        let (data, response): (Data, URLResponse) = try await TaskBridge.run(
+            cancellingThrough: nil, notStarted: SessionError.ended
+        ) { answer in
+            try lifetime.withLock { lifetime -> URLSessionTask in
+                guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { throw SessionError.ended }
                 let session: URLSession
                 if let existing = lifetime.handoffSession {
                     session = existing
@@ -87,19 +90,18 @@ extension UserSession {
                 }
                 var outgoing = request
                 outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                let task = session.dataTask(with: outgoing) { data, response, error in
+                // Created here, under the lock `end()` takes before it invalidates the hand-off session (which
+                // then waits for this task); started by the bridge after the lock is released.
+                return session.dataTask(with: outgoing) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
+                        answer.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
                     } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
+                        answer.resume(returning: (data ?? Data(), response))
                     } else {
-                        continuation.resume(throwing: SessionError(.malformedResponse, "no response"))
+                        answer.resume(throwing: SessionError(.malformedResponse, "no response"))
                     }
                 }
-                task.resume()
-                return true
             }
-            if !started { continuation.resume(throwing: SessionError.ended) }
         }
         guard let http = response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
