@@ -224,6 +224,35 @@ import Testing
         }
     }
 
+    /// `end()` between two ranges of a session a manager made (its downloads go to the account's directory, which
+    /// outlives the session): no further range is asked for, the download fails with `sessionEnded`, and the ranges
+    /// already on disk are deleted with their file.
+    @Test func endBetweenRangesAsksForNoMoreAndLeavesNoFile() async throws {
+        let body = Self.pattern(Self.segment * 4)
+        try await TemporaryDirectory.with { root in
+            try await LocalServer.withRunning { server async throws in
+                Self.serve(body, on: server)
+                let manager = SessionManager(
+                    configuration: .init(
+                        store: InMemoryCredentialStore(),
+                        sessionConfiguration: UserSession.Configuration(downloadSegmentBytes: Self.segment),
+                        dataDirectory: root))
+                let session = try await manager.signIn(alice, tokens: tokens("alice"))
+                let directory = session.downloadsDirectory
+                let error = await #expect(throws: SessionError.self) {
+                    try await session.download(for: get(server, "/file.bin")) { progress in
+                        if progress.completedBytes >= Int64(Self.segment) { session.end() }
+                    }
+                }
+                #expect(error?.code == .sessionEnded)
+                #expect(server.requests.count == 1, "a range was asked for after end()")
+                #expect(FileManager.default.fileExists(atPath: directory.path))
+                let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+                #expect(left.isEmpty, "the ranges stored before end() were left behind")
+            }
+        }
+    }
+
     @Test func anErrorOnALaterRangeEndsTheDownloadWithThatAnswerInTheFile() async throws {
         let body = Self.pattern(Self.segment * 3)
         try await LocalServer.withRunning { server async throws in
