@@ -31,7 +31,8 @@ import Testing
 
         // When another caller needs a refresh while the first one is still in flight
         let next = Task { try await session.refreshTokens() }
-        await Task.yield()
+        let joined = await eventually(within: .seconds(30)) { session.refresher?.callersWaitingForFlight == 1 }
+        #expect(joined, "the second caller never waited for the flight")
         gate.open()
         try await next.value
 

@@ -86,6 +86,9 @@ actor TokenRefresher {
     private struct Flight: Sendable {
         let task: Task<Void, Never>
         let result: Broadcast<String>
+        /// The refresh's own outcome once it has one: set before the owner hears of it, so that a session the
+        /// owner ends in reaction (a rejected grant) hands its waiters that error, not a generic `sessionEnded`.
+        let outcome: Lock<Result<String, any Error>?>
     }
 
     nonisolated let endpoint: any TokenEndpoint
@@ -95,6 +98,9 @@ actor TokenRefresher {
     nonisolated let jitterOffset: Duration
     /// The refresh in flight, reachable synchronously so `end()` can cancel it without awaiting the actor.
     private nonisolated let current = Lock<Flight?>(nil)
+
+    /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
+    nonisolated var callersWaitingForFlight: Int { current.withLock { $0?.result.waiterCount ?? 0 } }
     private nonisolated let ended = Lock<Bool>(false)
     private var history: [ContinuousClock.Instant] = []
 
@@ -115,8 +121,15 @@ actor TokenRefresher {
             defer { flight = nil }
             return flight
         }
-        flight?.task.cancel()
-        flight?.result.resolve(.failure(error))
+        guard let flight else { return }
+        flight.task.cancel()
+        // A refresh that failed on its own (a rejected grant the owner is ending the session for) keeps its error;
+        // anything else, a success included, is `sessionEnded` to a session that has ended.
+        if case .failure(let own)? = flight.outcome.withLock({ $0 }) {
+            flight.result.resolve(.failure(own))
+        } else {
+            flight.result.resolve(.failure(error))
+        }
     }
 
     /// Refreshes first when the session's access token is within the leeway of expiring.
@@ -220,6 +233,7 @@ actor TokenRefresher {
         // many callers stop waiting (a cancelled task, a wait that timed out), so no second refresh can present
         // the same refresh token meanwhile.
         let slot = current
+        let settled = Lock<Result<String, any Error>?>(nil)
         let flight = slot.withLock { inFlight -> Flight in
             let task = Task { [endpoint, policy, clock] in
                 let outcome = await Self.run(
@@ -229,6 +243,7 @@ actor TokenRefresher {
                     clock: clock,
                     session: session
                 )
+                settled.withLock { $0 = outcome }
                 // Reported before the waiters resume, so the owner has reacted (ending the session, purging its
                 // credentials) by the time any caller sees the error.
                 if case .failure(let error as SessionError) = outcome {
@@ -239,7 +254,7 @@ actor TokenRefresher {
                 }
                 result.resolve(outcome)
             }
-            let flight = Flight(task: task, result: result)
+            let flight = Flight(task: task, result: result, outcome: settled)
             inFlight = flight
             return flight
         }

@@ -16,6 +16,9 @@ final class Broadcast<Value: Sendable>: Sendable {
     /// Whether the result is known.
     var isResolved: Bool { state.withLock { $0.result != nil } }
 
+    /// How many waiters wait now (for tests that order a join before the result).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     /// Sets the result, once, and resumes every waiter with it; later calls do nothing.
     ///
     /// - Parameter result: The outcome.
