@@ -153,18 +153,7 @@ enum PeakResidentMemory {
 /// time (a `Range` request with the range asked for, as a 206 with an `ETag`), and `PUT` by reading the body the
 /// same way and answering with its length.
 private struct StreamingServer {
-    private static let script = #"""
-        import os, signal, sys, threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-
-        def exit_when_parent_goes():
-            sys.stdin.buffer.read()
-            os._exit(0)
-
-        threading.Thread(target=exit_when_parent_goes, daemon=True).start()
-
+    private static let handler = #"""
         CHUNK = bytes(range(256)) * 256  # 64 KiB
         WINDOW = CHUNK + CHUNK[:256]
 
@@ -212,13 +201,6 @@ private struct StreamingServer {
 
             def log_message(self, format, *args):
                 pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-        server = Server(("127.0.0.1", 0), Handler)
-        print(server.server_address[1], flush=True)
-        server.serve_forever()
         """#
 
     /// The python3 process; its standard input is a lifeline, so it exits even if this process dies first.
@@ -226,17 +208,9 @@ private struct StreamingServer {
     let port: Int
 
     static func start() async throws -> StreamingServer {
-        let started: (ChildProcess.Running, String)
-        do {
-            started = try await ChildProcess.start("/usr/bin/env", ["python3", "-c", script])
-        } catch {
-            throw BenchError("the python3 streaming server did not start (is python3 installed?)")
-        }
-        guard let port = Int(started.1) else {
-            started.0.terminate()
-            throw BenchError("the python3 streaming server did not start (is python3 installed?)")
-        }
-        return StreamingServer(running: started.0, port: port)
+        let (running, port) = try await PythonServerProcess.start(
+            handler: handler, name: "the python3 streaming server")
+        return StreamingServer(running: running, port: port)
     }
 
     func url(mebibytes: Int) -> URL { URL(string: "http://127.0.0.1:\(port)/\(mebibytes)")! }
