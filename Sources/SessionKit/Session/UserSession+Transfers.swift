@@ -39,12 +39,8 @@ extension UserSession {
         from body: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> (Data, HTTPURLResponse) {
-        try await sendAuthorized(request) { outgoing in
-            let received = TransferBody.memory()
-            let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
-                urlSession.uploadTask(with: outgoing, from: body)
-            }
-            return .answer(received.data, response)
+        try await upload(request, progress: progress) { urlSession, outgoing in
+            urlSession.uploadTask(with: outgoing, from: body)
         }
     }
 
@@ -72,10 +68,21 @@ extension UserSession {
             throw SessionError(
                 .invalidInput, "the upload's file is not a readable regular file: \(file.lastPathComponent)")
         }
-        return try await sendAuthorized(request) { outgoing in
+        return try await upload(request, progress: progress) { urlSession, outgoing in
+            urlSession.uploadTask(with: outgoing, fromFile: file)
+        }
+    }
+
+    /// An upload under ``sendAuthorized(_:attempt:discard:)``'s rules, its answer's body kept in memory.
+    private func upload(
+        _ request: URLRequest,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        task: (URLSession, URLRequest) -> URLSessionTask
+    ) async throws -> (Data, HTTPURLResponse) {
+        try await sendAuthorized(request) { outgoing in
             let received = TransferBody.memory()
             let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
-                urlSession.uploadTask(with: outgoing, fromFile: file)
+                task(urlSession, outgoing)
             }
             return .answer(received.data, response)
         }
