@@ -43,6 +43,21 @@ import Testing
         session.end()
     }
 
+    /// The owner ends the session as soon as it hears the grant was rejected (as the manager does), before the
+    /// flight resolves: the caller still learns why, `refreshRejected`, not a generic `sessionEnded`.
+    @Test func aCallerLearnsTheGrantWasRejectedWhenTheOwnerEndsTheSessionOnHearingIt() async throws {
+        let endpoint = ScriptedTokenEndpoint { _, _ in
+            throw SessionError(.refreshRejected, "invalid_grant", statusCode: 400, oauthError: "invalid_grant")
+        }
+        let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint)
+        session.setEventHandler { event in
+            if case .refreshRejected = event { session.end() }
+        }
+        let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+        #expect(error?.code == .refreshRejected)
+        #expect(!session.isActive)
+    }
+
     @Test func aCallerWhoseWaitTimedOutLeavesTheFlightInPlace() async throws {
         let clock = ManualClock()
         let gate = Gate()
