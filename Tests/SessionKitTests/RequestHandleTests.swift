@@ -57,11 +57,12 @@ import Testing
             gate.open()
         }
     }
-    /// A caller's cancellation reaches a started task only through the session's delegate queue, never directly: a
-    /// cancellation that FoundationNetworking ran while a completion handler was running on that queue would stop
-    /// the process. With the delegate queue held, the cancelled request's task must still be running once the
-    /// URLSession's work queue has done everything queued before the check; it is cancelled when the queue is let go.
-    @Test func aCallersCancellationReachesTheTaskOnlyThroughTheDelegateQueue() async throws {
+    /// A caller's cancellation reaches a started transfer only through its session's delegate queue, never directly:
+    /// a cancellation that FoundationNetworking ran while a delegate callback was completing the task on that queue
+    /// would stop the process. With the delegate queue held, the cancelled download's task must still be running
+    /// once the URLSession's work queue has done everything queued before the check; it is cancelled when the
+    /// queue is let go.
+    @Test func aCallersCancellationReachesATransferOnlyThroughTheDelegateQueue() async throws {
         let gate = Gate()
         try await LocalServer.withRunning { server async throws in
             server.route("/held") { _ in
@@ -70,13 +71,17 @@ import Testing
             }
             let session = UserSession(account: alice, tokens: tokens("alice"))
             defer { session.end() }
-            let request = Task { try await session.data(for: get(server, "/held")) }
+            let request = Task { try await session.download(for: get(server, "/held")) }
             await gate.waitForArrivals(1)
-            let task = try #require(session.lifetime.withLock { Array($0.requests.values) }.first)
+            let transfers = try #require(session.lifetime.withLock { $0.transfers })
+            let running = await withCheckedContinuation { (found: CheckedContinuation<[URLSessionTask], Never>) in
+                transfers.urlSession.getAllTasks { found.resume(returning: $0) }
+            }
+            let task = try #require(running.first)
 
             let held = DispatchSemaphore(value: 0)
             let holding = DispatchSemaphore(value: 0)
-            session.urlSession.delegateQueue.addOperation {
+            transfers.urlSession.delegateQueue.addOperation {
                 holding.signal()
                 held.wait()
             }
@@ -96,4 +101,22 @@ import Testing
             gate.open()
         }
     }
+
+    #if canImport(FoundationNetworking)
+        /// On Linux a data request's completion handler runs on its URLSession's own work queue, where both steps
+        /// of a cancellation run too, so a cancellation cannot race it and is made directly; and no operation
+        /// queue's thread is woken for each answer. What the session's URLSession is given as its delegate queue
+        /// runs what it gets before returning, on the caller's thread.
+        @Test func aDataRequestsCompletionRunsWhereItsURLSessionFinishedIt() {
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            defer { session.end() }
+            let caller = pthread_self()
+            let ran = Lock<pthread_t?>(nil)
+            session.urlSession.delegateQueue.addOperation { ran.withLock { $0 = pthread_self() } }
+            let thread = ran.withLock { $0 }
+            #expect(
+                thread.map { pthread_equal($0, caller) != 0 } == true, "it would wait for an operation queue's thread")
+            #expect(session.urlSession.deliversOnWorkQueue)
+        }
+    #endif
 }

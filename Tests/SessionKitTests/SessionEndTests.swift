@@ -46,9 +46,10 @@ import Testing
     }
 
     /// `end()` lands between a request's task creation and its start (the seam runs it there): the request must
-    /// be refused with `sessionEnded` and never reach the server. The session's delegate queue is held until the
-    /// server sees a request, so a task started after `end()` would reach the server before `end()`'s
-    /// cancellation could stop it, and `data(for:)` could not return before it did.
+    /// be refused with `sessionEnded` and never reach the server. Where `end()` cancels the session's tasks (its
+    /// delegate queue, or on Linux the queue that ends it) is held until the server sees a request, so a task
+    /// started after `end()` would reach the server before `end()`'s cancellation could stop it, and `data(for:)`
+    /// could not return before it did.
     @Test func aRequestCreatedBeforeEndButNotStartedNeverLeaves() async throws {
         let delegateQueueHeld = DispatchSemaphore(value: 0)
         try await LocalServer.withRunning { server in
@@ -58,7 +59,11 @@ import Testing
             }
             var configuration = UserSession.Configuration(retryPolicy: .never)
             configuration.beforeStart = { session in
-                session.urlSession.delegateQueue.addOperation { delegateQueueHeld.wait() }
+                if let endings = session.urlSession.endings {
+                    endings.async { delegateQueueHeld.wait() }
+                } else {
+                    session.urlSession.delegateQueue.addOperation { delegateQueueHeld.wait() }
+                }
                 session.end()
             }
             let session = UserSession(account: alice, tokens: tokens("alice"), configuration: configuration)

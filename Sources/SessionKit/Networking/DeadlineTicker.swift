@@ -7,7 +7,7 @@ import Dispatch
 /// FoundationNetworking (Linux) does not enforce `timeoutIntervalForResource`, and `timeoutIntervalForRequest` is
 /// an idle timeout: a server that sends one byte a second holds a request for as long as it likes. ``TaskBridge``
 /// registers each exchange that has a deadline; when it passes before the exchange is answered, the ticker runs
-/// its `expire` (``RequestHandle/expire(in:)``: the exchange is cancelled through its session's delegate queue and
+/// its `expire` (``RequestHandle/expire(in:)``: the exchange is cancelled the way that cannot race its completion and
 /// marked expired, so that the cancellation it then reports reads as a timeout).
 ///
 /// It measures real time on the system's monotonic clock, never an injected ``SessionClock``: a test that moves

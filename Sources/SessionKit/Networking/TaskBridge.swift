@@ -11,13 +11,14 @@ import Foundation
 /// - **Created, then admitted, then started.** `create` makes the task (under whatever lock its owner needs, e.g.
 ///   the one `end()` takes), and the task is started only if `admits()` still says so and the caller has not been
 ///   cancelled first (``RequestHandle/start(_:)``); no lock is held across `resume()`. A task that is not started
-///   is handed to `discardUnstarted` (by default cancelled through the session's delegate queue, so its session
+///   is handed to `discardUnstarted` (by default cancelled with `cancelWithoutRacingCompletion`, so its session
 ///   does not keep it registered) and the call throws `notStarted`.
 /// - **Answered once.** The completion handler, a delegate event and the path for a task that never started can
 ///   all answer; the first wins (``TaskAnswer/resume(returning:)`` returns whether it did) and the rest are dropped.
-/// - **Cancelled through the delegate queue.** A cancellation of the calling Swift task and the deadline cancel
-///   the task with `cancelWithoutRacingCompletion`, never directly (a cancellation that races a completion handler
-///   stops the process in FoundationNetworking).
+/// - **Cancelled without racing the completion.** A cancellation of the calling Swift task and the deadline
+///   cancel the task with `cancelWithoutRacingCompletion`, never with a bare `cancel()` (a cancellation that races
+///   a completion handler stops the process in FoundationNetworking): through the session's delegate queue, or
+///   directly where completions run on the session's work queue (``ImmediateDelegateQueue``).
 /// - **A deadline**, when given (``DeadlineTicker``), that cancels the exchange if it has no answer by then, and
 ///   turns the cancellation it causes into `onTimeout`'s error.
 enum TaskBridge {
@@ -25,7 +26,7 @@ enum TaskBridge {
     ///
     /// - Parameters:
     ///   - handle: The task's start and cancellation state; pass one in to reach it from the task's events.
-    ///   - canceller: The session that creates the task, through whose delegate queue it is cancelled; `nil` for
+    ///   - canceller: The session that creates the task, through which it is cancelled; `nil` for
     ///     a task the caller's cancellation does not reach (a handed-off write), which also has no deadline.
     ///   - deadline: How long the exchange may take; `nil` for none.
     ///   - onTimeout: The error to throw instead of `error` when the deadline passed first and the calling task
@@ -34,7 +35,7 @@ enum TaskBridge {
     ///     of the bridge's held (a session's start flag, which `end()` lowers).
     ///   - notStarted: What the call throws when the task was created but not started.
     ///   - discardUnstarted: What to do with a task that was created but not started, after the call was answered;
-    ///     by default it is cancelled through `canceller`'s delegate queue.
+    ///     by default it is cancelled with `canceller`'s `cancelWithoutRacingCompletion`.
     ///   - create: Makes the task, suspended, and wires its completion to the answer it is given; it runs once,
     ///     synchronously. It throws to refuse (nothing created): the call throws that error.
     /// - Returns: The value the task's completion answered with.

@@ -14,7 +14,17 @@ extension URLSession {
     /// the two hops unregisters the task, and the second hop then stops the process ("Trying to access a
     /// behaviour for a task that in not in the registry"). `invalidateAndCancel()` cancels the same way.
     ///
-    /// Here every cancellation runs in an operation on the session's serial delegate queue, where completion
+    /// Where completion handlers run on the session's work queue (``ImmediateDelegateQueue``, Linux), both hops
+    /// and every completion run on that one serial queue, so no completion can come between the hops: the tasks are
+    /// cancelled with a bare `cancel()`, as FoundationNetworking's own `async` methods cancel theirs, but never on
+    /// the caller's thread. FoundationNetworking 6.3 takes the first hop with `sync` on that queue, and the caller
+    /// may be a Swift task's cancellation handler, which holds the task's status lock: the completion handler that
+    /// resumes that task needs the lock, on the queue the cancellation waits for, and both would wait forever (the
+    /// deadlock of swift-corelibs-foundation#5412, which the `async` methods of 6.3 have). So the cancellations,
+    /// and the invalidation after them, run on the session's serial `endings` queue, which also keeps the caller's
+    /// time the same however many tasks it cancels.
+    ///
+    /// Otherwise every cancellation runs in an operation on the session's serial delegate queue, where completion
     /// handlers run, and that operation waits until the task's work queue has taken both hops (reading `priority`
     /// waits for that queue: the first read for the first hop, which queues the second behind it, and the second
     /// read for the second hop). No completion handler can run meanwhile, so one either ran entirely before (the
@@ -26,11 +36,18 @@ extension URLSession {
     ///   - tasks: The tasks to cancel; a task that already finished is left as it is.
     ///   - invalidate: Whether to invalidate the session afterwards. The session must already refuse new tasks
     ///     (its owner checks that before creating one); the cancelled tasks finish first.
-    /// - Precondition: The session's delegate queue is serial (the default when none is given).
+    /// - Precondition: The session's delegate queue is serial (the default when none is given) or immediate.
     func cancelWithoutRacingCompletion<Tasks: Collection & Sendable>(
         _ tasks: Tasks, thenInvalidate invalidate: Bool = false
     ) where Tasks.Element == URLSessionTask {
         guard !tasks.isEmpty || invalidate else { return }
+        if let endings {
+            endings.async { [self] in
+                for task in tasks { task.cancel() }
+                if invalidate { finishTasksAndInvalidate() }
+            }
+            return
+        }
         precondition(delegateQueue.maxConcurrentOperationCount == 1, "the delegate queue must be serial")
         delegateQueue.addOperation { [self] in
             for task in tasks { task.cancel() }

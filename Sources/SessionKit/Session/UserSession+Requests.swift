@@ -118,12 +118,16 @@ extension UserSession {
     /// Creates one URLSession task under the lock that guards `isActive`, then starts it, with
     /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``).
     ///
-    /// At the deadline the task is cancelled, through the session's delegate queue like every cancellation, and
+    /// At the deadline the task is cancelled (`cancelWithoutRacingCompletion`, like every cancellation), and
     /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
     /// then it is the cancellation it was).
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let urlSession = urlSession
-        var id = 0
+        var id: Int?
+        // Forgotten here, not in the completion handler: that runs on the URLSession's work queue
+        // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which `create` holds while the
+        // URLSession waits for that queue to number the task.
+        defer { if let id { requestFinished(id) } }
         let (data, response) = try await TaskBridge.run(
             cancellingThrough: urlSession,
             deadline: configuration.requestTimeout,
@@ -136,8 +140,7 @@ extension UserSession {
                 return admitsStarts.withLock { $0 }
             },
             notStarted: TransportFailure(underlying: URLError(.cancelled)),
-            discardUnstarted: { [self] task in
-                requestFinished(id)
+            discardUnstarted: { task in
                 // Cancelled, so that the session does not keep the task registered (and can be invalidated).
                 urlSession.cancelWithoutRacingCompletion([task])
             },
@@ -146,9 +149,7 @@ extension UserSession {
                     guard lifetime.isActive else { return nil }
                     let id = lifetime.nextTaskID
                     lifetime.nextTaskID &+= 1
-                    let task = urlSession.dataTask(with: request) { [weak self] data, response, error in
-                        // Forgotten whoever answers (a start that was refused forgot it already).
-                        self?.requestFinished(id)
+                    let task = urlSession.dataTask(with: request) { data, response, error in
                         if let error {
                             answer.resume(throwing: TransportFailure(underlying: error, request: request))
                         } else if let response {
@@ -172,7 +173,7 @@ extension UserSession {
         return (data, http)
     }
 
-    /// Forgets a request whose answer has been claimed. After `end()` there is nothing left to forget: `end()`
+    /// Forgets a request whose call has been answered. After `end()` there is nothing left to forget: `end()`
     /// took every request.
     private func requestFinished(_ id: Int) {
         lifetime.withLock { _ = $0.requests.removeValue(forKey: id) }
