@@ -139,11 +139,20 @@ actor TokenRefresher {
     /// isolated path checks again).
     ///
     /// - Parameter session: The session.
-    /// - Throws: What a refresh throws.
-    nonisolated func refreshIfExpiring(_ session: UserSession) async throws {
-        guard let tokens = session.tokens else { throw SessionError.ended }
-        guard tokens.isExpired(at: clock.now, leeway: margin(for: tokens)) else { return }
+    /// - Returns: The access token when it was fresh, read under the same lock as the check (a request sends it
+    ///   without reading the session again); `nil` after a refresh.
+    /// - Throws: `sessionEnded` when the session has ended, and what a refresh throws.
+    @discardableResult
+    nonisolated func refreshIfExpiring(_ session: UserSession) async throws -> String? {
+        let now = clock.now
+        let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
+            guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
+            return (tokens.accessToken, tokens.isExpired(at: now, leeway: margin(for: tokens)))
+        }
+        guard let current else { throw SessionError.ended }
+        guard current.expiring else { return current.token }
         _ = try await refresh(session, rejected: nil)
+        return nil
     }
 
     /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of

@@ -54,9 +54,10 @@ public struct RetryPolicy: Sendable {
     /// - Parameter request: The request.
     /// - Returns: `true` for idempotent methods and for requests with an `Idempotency-Key`.
     public static func isReplayable(_ request: URLRequest) -> Bool {
-        let method = (request.httpMethod ?? "GET").uppercased()
-        if ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"].contains(method) { return true }
-        return request.value(forHTTPHeaderField: "Idempotency-Key") != nil
+        switch HTTPMethod.of(request) {
+        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE": return true
+        default: return request.value(forHTTPHeaderField: "Idempotency-Key") != nil
+        }
     }
 
     /// The wait before attempt `attempt` (2 for the first retry): full jitter below the backoff ceiling, or, when

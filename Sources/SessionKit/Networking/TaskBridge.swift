@@ -57,9 +57,8 @@ enum TaskBridge {
                 start(TaskAnswer(handle, continuation), nil, admits, notStarted, discardUnstarted, create)
             }
         }
-        var deadlineKey: UInt64?
-        if let deadline { deadlineKey = DeadlineTicker.shared.add(after: deadline) { handle.expire(in: canceller) } }
-        defer { if let deadlineKey { DeadlineTicker.shared.remove(deadlineKey) } }
+        if let deadline { DeadlineTicker.shared.add(handle, after: deadline, cancellingThrough: canceller) }
+        defer { if deadline != nil { DeadlineTicker.shared.remove(handle) } }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -69,7 +68,7 @@ enum TaskBridge {
                 handle.cancel(in: canceller)
             }
         } catch {
-            guard deadlineKey != nil, handle.hasExpired, !Task.isCancelled, let replaced = onTimeout(error) else {
+            guard deadline != nil, handle.hasExpired, !Task.isCancelled, let replaced = onTimeout(error) else {
                 throw error
             }
             throw replaced

@@ -35,15 +35,15 @@ extension UserSession {
         attempt: (_ outgoing: URLRequest) async throws -> AttemptResult<Value>,
         discard: (Value) -> Void = { _ in }
     ) async throws -> (Value, HTTPURLResponse) {
-        let method = (request.httpMethod ?? "GET").uppercased()
         let replayable = RetryPolicy.isReplayable(request)
         var attemptNumber = 1
         var recoveredFromUnauthorized = false
 
         while true {
             try Task.checkCancellation()
-            if let refresher { try await refresher.refreshIfExpiring(self) }
-            guard let token = lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
+            // The token read with the expiry check; after a refresh, the one it committed.
+            let fresh = try await refresher?.refreshIfExpiring(self)
+            guard let token = fresh ?? lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
                 throw SessionError.ended
             }
             // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
@@ -105,7 +105,7 @@ extension UserSession {
                 guard replayable else {
                     throw SessionError(
                         .accessExpired,
-                        "the access token was rejected; it has been refreshed, but a \(method) without an "
+                        "the access token was rejected; it has been refreshed, but a \(HTTPMethod.of(request)) without an "
                             + "Idempotency-Key is not replayed automatically",
                         statusCode: 401
                     )

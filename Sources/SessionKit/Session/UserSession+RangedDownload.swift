@@ -20,7 +20,7 @@ extension UserSession {
         progress: (@Sendable (TransferProgress) -> Void)?
     ) async throws -> (URL, HTTPURLResponse)? {
         let segment = Int64(configuration.downloadSegmentBytes)
-        guard segment > 0, (request.httpMethod ?? "GET").uppercased() == "GET",
+        guard segment > 0, HTTPMethod.of(request) == "GET",
             request.value(forHTTPHeaderField: "Range") == nil, request.value(forHTTPHeaderField: "If-Range") == nil
         else { return nil }
         var base = request

@@ -26,7 +26,7 @@ extension UserSession {
     ///   instead. The session can still end between this call returning and the caller using the result, so
     ///   store results with ``SessionScoped/commit(_:from:)``, which checks again at the moment of the commit.
     public func data(for request: consuming URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let method = (request.httpMethod ?? "GET").uppercased()
+        let method = HTTPMethod.of(request)
         let cacheable = (method == "GET" || method == "HEAD") && configuration.cacheMaximumBytes > 0
         var bypassCache = false
 

@@ -240,7 +240,7 @@ extension UserSession {
     ) async throws -> HTTPURLResponse {
         let transfers = lifetime.withLock { transferSession(&$0) }
         guard let transfers else { throw SessionError.ended }
-        let isUpload = request.httpMethod.map { $0.uppercased() != "GET" && $0.uppercased() != "HEAD" } ?? false
+        let isUpload = !["GET", "HEAD"].contains(HTTPMethod.of(request))
         // A start that `end()` or the caller's cancellation came before is cancelled, and its cancellation, like
         // any, is reported through the task's events (mapped to what it was by the caller's loop).
         return try await TaskBridge.run(
