@@ -33,21 +33,15 @@ import Foundation
     }
 
     extension URLSession {
-        /// Whether the session's callbacks run on its own work queue (``ImmediateDelegateQueue``).
-        var deliversOnWorkQueue: Bool { delegateQueue is ImmediateDelegateQueue }
-
-        /// Where ``cancelWithoutRacingCompletion(_:thenInvalidate:)`` ends a session whose callbacks run on its
-        /// work queue.
+        /// Where ``cancelWithoutRacingCompletion(_:thenInvalidate:)`` cancels the tasks of a session whose callbacks
+        /// run on its work queue (``ImmediateDelegateQueue``); `nil` for any other session.
         var endings: DispatchQueue? { (delegateQueue as? ImmediateDelegateQueue)?.endings }
     }
 #else
     extension URLSession {
-        /// Whether the session's callbacks run on its own work queue: never on Apple platforms, whose URLSession
-        /// delivers on the delegate queue it was given.
-        var deliversOnWorkQueue: Bool { false }
-
-        /// Where ``cancelWithoutRacingCompletion(_:thenInvalidate:)`` ends a session whose callbacks run on its
-        /// work queue: none on Apple platforms.
+        /// Where ``cancelWithoutRacingCompletion(_:thenInvalidate:)`` cancels the tasks of a session whose callbacks
+        /// run on its work queue: none on Apple platforms, whose URLSession delivers on the delegate queue it was
+        /// given.
         var endings: DispatchQueue? { nil }
     }
 #endif
