@@ -118,5 +118,119 @@ import Testing
                 thread.map { pthread_equal($0, caller) != 0 } == true, "it would wait for an operation queue's thread")
             #expect(session.urlSession.endings != nil, "its cancellations would not leave the caller's thread")
         }
+
+        /// A caller's cancellation never waits for FoundationNetworking's work queue: in 6.3 `cancel()` waits for
+        /// it, and a Swift task's cancellation handler holds the task's status lock, which the completion handler
+        /// that resumes the task needs on that queue (the deadlock of swift-corelibs-foundation#5412). With every
+        /// URLSession's work queue held, cancelling the calling task must return at once; the request is cancelled
+        /// once the queue is let go.
+        @Test func aCallersCancellationNeverWaitsForFoundationNetworkingsQueue() async throws {
+            let gate = Gate()
+            try await LocalServer.withRunning { server async throws in
+                server.route("/held") { _ in
+                    await gate.wait()
+                    return .json("{}")
+                }
+                server.route("/quick") { _ in .json("{}") }
+                let session = UserSession(account: alice, tokens: tokens("alice"))
+                defer { session.end() }
+                let request = Task { try await session.data(for: get(server, "/held")) }
+                await gate.waitForArrivals(1)
+
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"))
+                // On a thread of its own: a cancellation that waited for the held queue would stop it, not the test.
+                let returned = DispatchSemaphore(value: 0)
+                Thread {
+                    request.cancel()
+                    returned.signal()
+                }.start()
+                let waitedForTheQueue = await hold.release(whenSignalled: returned)
+                #expect(!waitedForTheQueue, "the cancellation waited for FoundationNetworking's work queue")
+                await #expect(throws: CancellationError.self) { try await request.value }
+                gate.open()
+            }
+        }
+
+        /// A session's cancellations wait for FoundationNetworking's work queue off Swift's cooperative pool: with
+        /// every URLSession's work queue held, sessions ending with requests in flight (more of them than the pool
+        /// has threads) leave the pool free to run other tasks.
+        @Test func endingSessionsNeverTakeTheCooperativePoolWhileFoundationNetworkingIsBusy() async throws {
+            let gate = Gate()
+            try await LocalServer.withRunning { server async throws in
+                server.route("/held") { _ in
+                    await gate.wait()
+                    return .json("{}")
+                }
+                server.route("/quick") { _ in .json("{}") }
+                let count = ProcessInfo.processInfo.activeProcessorCount + 2
+                let sessions = (0..<count).map { _ in UserSession(account: alice, tokens: tokens("alice")) }
+                let requests = sessions.map { session in
+                    Task { try await session.data(for: get(server, "/held")) }
+                }
+                await gate.waitForArrivals(count)
+
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"))
+                for session in sessions { session.end() }
+                // Each ending's cancellation now waits for the held queue; a task must still get a thread.
+                let ran = DispatchSemaphore(value: 0)
+                Task.detached { ran.signal() }
+                let starved = await hold.release(whenSignalled: ran)
+                #expect(!starved, "the endings took every thread of Swift's cooperative pool")
+                for request in requests {
+                    await #expect(throws: SessionError.self) { try await request.value }
+                }
+                gate.open()
+            }
+        }
     #endif
 }
+
+#if canImport(FoundationNetworking)
+    /// Holds FoundationNetworking's work queue, which every URLSession of the process targets: a request of a
+    /// session whose completion handlers run on that queue (``ImmediateDelegateQueue``) blocks in its handler.
+    /// Every wait is on threads of its own, never on Swift's cooperative pool, which the code under test may starve.
+    private struct WorkQueueHold {
+        private let held = DispatchSemaphore(value: 0)
+        private let urlSession: URLSession
+
+        private init(urlSession: URLSession) { self.urlSession = urlSession }
+
+        /// Returns once the queue is held.
+        static func take(through url: URL) async throws -> WorkQueueHold {
+            let hold = WorkQueueHold(
+                urlSession: URLSession(
+                    configuration: .ephemeral, delegate: nil, delegateQueue: ImmediateDelegateQueue()))
+            let holding = DispatchSemaphore(value: 0)
+            let held = hold.held
+            hold.urlSession.dataTask(with: url) { _, _, _ in
+                holding.signal()
+                held.wait()
+            }.resume()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    holding.wait()
+                    done.resume()
+                }.start()
+            }
+            return hold
+        }
+
+        /// Lets the queue go once `event` is signalled, or after a second if it is not (what it waits for takes
+        /// microseconds when nothing waits for the queue).
+        ///
+        /// - Returns: Whether `event` waited for the queue (it was not signalled while the queue was held).
+        func release(whenSignalled event: DispatchSemaphore) async -> Bool {
+            let held = held
+            let urlSession = urlSession
+            return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                Thread {
+                    let timedOut = event.wait(timeout: .now() + 1) == .timedOut
+                    held.signal()
+                    if timedOut { event.wait() }
+                    urlSession.finishTasksAndInvalidate()
+                    done.resume(returning: timedOut)
+                }.start()
+            }
+        }
+    }
+#endif

@@ -24,8 +24,12 @@ import Foundation
     /// whose delegates write to disk or report progress (transfers) keep an ordinary serial queue.
     final class ImmediateDelegateQueue: OperationQueue, @unchecked Sendable {
         /// Where the session's tasks are cancelled, and the session invalidated when it ends, off the caller's thread
-        /// (`cancelWithoutRacingCompletion`): serial, so that the invalidation follows the cancellations.
-        let endings = DispatchQueue(label: "SessionKit.ImmediateDelegateQueue.endings", target: .global())
+        /// (`cancelWithoutRacingCompletion`): serial, so that the invalidation follows the cancellations. Each
+        /// cancellation waits for FoundationNetworking's work queue, so this queue is an overcommitting one (no
+        /// target: Dispatch gives it a thread of its own when the others wait), never one of the width-limited global
+        /// queues, which on Linux are the threads of Swift's cooperative pool: a few sessions ending while that work
+        /// queue is busy would otherwise stop every Swift task of the process until it is free.
+        let endings = DispatchQueue(label: "SessionKit.ImmediateDelegateQueue.endings")
 
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
             block()
