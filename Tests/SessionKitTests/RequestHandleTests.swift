@@ -137,15 +137,15 @@ import Testing
                 let request = Task { try await session.data(for: get(server, "/held")) }
                 await gate.waitForArrivals(1)
 
-                let hold = try await WorkQueueHold.take(through: server.url("/quick"))
-                // On a thread of its own: a cancellation that waited for the held queue would stop it, not the test.
                 let returned = DispatchSemaphore(value: 0)
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"), releasingWhen: returned)
+                // On a thread of its own: a cancellation that waited for the held queue would stop it, not the test.
                 Thread {
                     request.cancel()
                     returned.signal()
                 }.start()
-                let waitedForTheQueue = await hold.release(whenSignalled: returned)
-                #expect(!waitedForTheQueue, "the cancellation waited for FoundationNetworking's work queue")
+                #expect(
+                    await !hold.eventWaitedForTheQueue, "the cancellation waited for FoundationNetworking's work queue")
                 await #expect(throws: CancellationError.self) { try await request.value }
                 gate.open()
             }
@@ -169,13 +169,12 @@ import Testing
                 }
                 await gate.waitForArrivals(count)
 
-                let hold = try await WorkQueueHold.take(through: server.url("/quick"))
+                let ran = DispatchSemaphore(value: 0)
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"), releasingWhen: ran)
                 for session in sessions { session.end() }
                 // Each ending's cancellation now waits for the held queue; a task must still get a thread.
-                let ran = DispatchSemaphore(value: 0)
                 Task.detached { ran.signal() }
-                let starved = await hold.release(whenSignalled: ran)
-                #expect(!starved, "the endings took every thread of Swift's cooperative pool")
+                #expect(await !hold.eventWaitedForTheQueue, "the endings took every thread of Swift's cooperative pool")
                 for request in requests {
                     await #expect(throws: SessionError.self) { try await request.value }
                 }
@@ -187,49 +186,55 @@ import Testing
 
 #if canImport(FoundationNetworking)
     /// Holds FoundationNetworking's work queue, which every URLSession of the process targets: a request of a
-    /// session whose completion handlers run on that queue (``ImmediateDelegateQueue``) blocks in its handler.
-    /// Every wait is on threads of its own, never on Swift's cooperative pool, which the code under test may starve.
+    /// session whose completion handlers run on that queue (``ImmediateDelegateQueue``) blocks in its handler until
+    /// an event is signalled, or for a second if it is not (what it waits for takes microseconds when nothing waits
+    /// for the queue). Every wait is on threads of its own, never on Swift's cooperative pool, which the code under
+    /// test may starve, and the release is armed before the code under test runs, which may block until then.
     private struct WorkQueueHold {
-        private let held = DispatchSemaphore(value: 0)
-        private let urlSession: URLSession
+        private let done = DispatchSemaphore(value: 0)
+        private let timedOut = Lock(false)
 
-        private init(urlSession: URLSession) { self.urlSession = urlSession }
-
-        /// Returns once the queue is held.
-        static func take(through url: URL) async throws -> WorkQueueHold {
-            let hold = WorkQueueHold(
-                urlSession: URLSession(
-                    configuration: .ephemeral, delegate: nil, delegateQueue: ImmediateDelegateQueue()))
+        /// Returns once the queue is held; it is let go once `event` is signalled, or a second from now.
+        static func take(through url: URL, releasingWhen event: DispatchSemaphore) async throws -> WorkQueueHold {
+            let hold = WorkQueueHold()
+            let urlSession = URLSession(
+                configuration: .ephemeral, delegate: nil, delegateQueue: ImmediateDelegateQueue())
             let holding = DispatchSemaphore(value: 0)
-            let held = hold.held
-            hold.urlSession.dataTask(with: url) { _, _, _ in
+            let held = DispatchSemaphore(value: 0)
+            urlSession.dataTask(with: url) { _, _, _ in
                 holding.signal()
                 held.wait()
             }.resume()
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            await withCheckedContinuation { (taken: CheckedContinuation<Void, Never>) in
                 Thread {
                     holding.wait()
-                    done.resume()
+                    taken.resume()
                 }.start()
             }
+            let (done, timedOut) = (hold.done, hold.timedOut)
+            Thread {
+                let late = event.wait(timeout: .now() + 1) == .timedOut
+                timedOut.withLock { $0 = late }
+                held.signal()
+                if late { event.wait() }
+                urlSession.finishTasksAndInvalidate()
+                done.signal()
+            }.start()
             return hold
         }
 
-        /// Lets the queue go once `event` is signalled, or after a second if it is not (what it waits for takes
-        /// microseconds when nothing waits for the queue).
-        ///
-        /// - Returns: Whether `event` waited for the queue (it was not signalled while the queue was held).
-        func release(whenSignalled event: DispatchSemaphore) async -> Bool {
-            let held = held
-            let urlSession = urlSession
-            return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-                Thread {
-                    let timedOut = event.wait(timeout: .now() + 1) == .timedOut
-                    held.signal()
-                    if timedOut { event.wait() }
-                    urlSession.finishTasksAndInvalidate()
-                    done.resume(returning: timedOut)
-                }.start()
+        /// Whether the event waited for the queue (it was not signalled while the queue was held); returns once
+        /// the queue has been let go and the event signalled.
+        var eventWaitedForTheQueue: Bool {
+            get async {
+                let (done, timedOut) = (done, timedOut)
+                await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                    Thread {
+                        done.wait()
+                        finished.resume()
+                    }.start()
+                }
+                return timedOut.withLock { $0 }
             }
         }
     }
