@@ -23,6 +23,9 @@ enum ProfileLoop {
         /// The same raw URLSession through `dataTask(with:completionHandler:)`, whose completion comes through the
         /// session's delegate queue, as `UserSession`'s does: what that hop costs, apart from SessionKit.
         case rawHandler = "raw-handler"
+        /// The raw URLSession given the delegate queue `UserSession` gives its own (Linux: completions on the work
+        /// queue), through a completion handler: the floor for a client built as `UserSession` is.
+        case rawImmediate = "raw-immediate"
         /// `UserSession.data(for:)` answered by the session's cache (`max-age=60`).
         case cacheHit = "cache-hit"
     }
@@ -67,7 +70,7 @@ enum ProfileLoop {
             tokenEndpoint: OAuthClient(
                 configuration: .init(tokenEndpoint: baseURL.appendingPathComponent("token"), clientID: "bench"))
         )
-        let raw = RequestBenchmarks.rawSession()
+        let raw = RequestBenchmarks.rawSession(immediate: variant == .rawImmediate)
         defer {
             session.end()
             raw.invalidateAndCancel()
@@ -89,7 +92,7 @@ enum ProfileLoop {
                     throw BenchError("raw URLSession got an unexpected answer")
                 }
             }
-        case .rawHandler:
+        case .rawHandler, .rawImmediate:
             send = {
                 var request = URLRequest(url: url)
                 request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

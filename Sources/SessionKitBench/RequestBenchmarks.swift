@@ -36,20 +36,26 @@ enum RequestBenchmarks {
         ["request", "request.nginx"].flatMap { prefix in
             [
                 "\(prefix).ratio.\(label)", "\(prefix).ratio.\(label).min", "\(prefix).ratio.\(label).max",
-                "\(prefix).ratio.\(label).vs_handler",
+                "\(prefix).ratio.\(label).vs_handler", "\(prefix).ratio.\(label).vs_immediate",
                 "\(prefix).\(label).session.microseconds", "\(prefix).\(label).raw.microseconds",
             ]
         }
     }
 
     /// A URLSession configured as `UserSession` configures its own, so the comparison isolates SessionKit's work.
-    static func rawSession() -> URLSession {
+    static func rawSession(immediate: Bool = false) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpShouldSetCookies = true
         configuration.timeoutIntervalForRequest = 30
         configuration.httpMaximumConnectionsPerHost = 64
+        #if canImport(FoundationNetworking)
+            if immediate {
+                return URLSession(
+                    configuration: configuration, delegate: nil, delegateQueue: ImmediateDelegateQueue())
+            }
+        #endif
         return URLSession(configuration: configuration)
     }
 
@@ -62,9 +68,15 @@ enum RequestBenchmarks {
         /// The raw URLSession through `dataTask(with:completionHandler:)`, as `UserSession` must use it: the
         /// ceiling for a client that creates its tasks where it can see them.
         let viaRawHandler: @Sendable () async throws -> Void
+        /// The raw URLSession with the delegate queue `UserSession` gives its own (Linux: completions on
+        /// FoundationNetworking's work queue), through a completion handler: the same client with nothing of
+        /// SessionKit's in it, so that what SessionKit's own code costs is told apart from what that way of using
+        /// URLSession costs.
+        let viaRawImmediate: @Sendable () async throws -> Void
         var ours: [Double] = []
         var theirs: [Double] = []
         var handlerRatios: [Double] = []
+        var immediateRatios: [Double] = []
         var ratios: [Double] = []
     }
 
@@ -94,8 +106,10 @@ enum RequestBenchmarks {
                     accessToken: BenchServer.token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
                 tokenEndpoint: client)
             let raw = rawSession()
+            let immediate = rawSession(immediate: true)
             sessions.append(session)
             raws.append(raw)
+            raws.append(immediate)
             contests.append(
                 Contest(
                     prefix: server.name == "nginx" ? "request.nginx" : "request",
@@ -121,6 +135,14 @@ enum RequestBenchmarks {
                         guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
                             throw BenchError("raw URLSession (completion handler) got an unexpected answer")
                         }
+                    },
+                    viaRawImmediate: {
+                        var request = URLRequest(url: url)
+                        request.setValue(expected, forHTTPHeaderField: "Authorization")
+                        let (data, response) = try await dataThroughCompletionHandler(immediate, request)
+                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
+                            throw BenchError("raw URLSession (immediate delegate queue) got an unexpected answer")
+                        }
                     }))
         }
         // Opens every connection each client will use.
@@ -128,6 +150,7 @@ enum RequestBenchmarks {
             try await run(contest.viaSession, times: concurrency * 50, concurrency: concurrency)
             try await run(contest.viaRaw, times: concurrency * 50, concurrency: concurrency)
             try await run(contest.viaRawHandler, times: concurrency * 50, concurrency: concurrency)
+            try await run(contest.viaRawImmediate, times: concurrency * 50, concurrency: concurrency)
         }
 
         for round in 0..<rounds {
@@ -138,18 +161,21 @@ enum RequestBenchmarks {
                 var sessionLatencies: [Double] = []
                 var rawLatencies: [Double] = []
                 var handlerLatencies: [Double] = []
+                var immediateLatencies: [Double] = []
                 for block in 0..<blocksPerRound {
-                    // The three clients in turn, the first of them rotating from block to block.
-                    let first = (block + round) % 3
-                    for variant in [first, (first + 1) % 3, (first + 2) % 3] {
+                    // The four clients in turn, the first of them rotating from block to block.
+                    let first = (block + round) % 4
+                    for variant in (0..<4).map({ (first + $0) % 4 }) {
                         let request = [
                             contests[index].viaSession, contests[index].viaRaw, contests[index].viaRawHandler,
+                            contests[index].viaRawImmediate,
                         ]
                         let latencies = try await timed(request[variant], times: concurrency, concurrency: concurrency)
                         switch variant {
                         case 0: sessionLatencies += latencies
                         case 1: rawLatencies += latencies
-                        default: handlerLatencies += latencies
+                        case 2: handlerLatencies += latencies
+                        default: immediateLatencies += latencies
                         }
                     }
                 }
@@ -159,6 +185,7 @@ enum RequestBenchmarks {
                 contests[index].theirs.append(withRaw)
                 contests[index].ratios.append(withRaw / withSession)
                 contests[index].handlerRatios.append(Statistics.median(handlerLatencies) / withSession)
+                contests[index].immediateRatios.append(Statistics.median(immediateLatencies) / withSession)
                 BenchLog.note(
                     "\(contests[index].prefix).\(label) round \(round + 1)/\(rounds) (\(contests[index].server.name)): "
                         + "median latency UserSession \(BenchLog.rounded(withSession, 1)) µs, raw URLSession "
@@ -181,6 +208,10 @@ enum RequestBenchmarks {
                     name: "\(contest.prefix).ratio.\(label).vs_handler",
                     value: Statistics.median(contest.handlerRatios),
                     unit: "x (UserSession / raw URLSession with a completion handler, as UserSession uses it)"),
+                BenchResult(
+                    name: "\(contest.prefix).ratio.\(label).vs_immediate",
+                    value: Statistics.median(contest.immediateRatios),
+                    unit: "x (UserSession / raw URLSession with UserSession's delegate queue and a completion handler)"),
                 BenchResult(
                     name: "\(contest.prefix).\(label).session.microseconds", value: Statistics.median(contest.ours),
                     unit: "µs median latency, UserSession (\(contest.server.name))"),

@@ -1,8 +1,18 @@
-import SessionKit
 import SessionKitTesting
 import Testing
 
+@testable import SessionKit
+
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RetryPolicyTests {
+    /// A short set of statuses is scanned and a long one hashed: both answer only for their own members.
+    @Test(arguments: [Set([429, 502, 503, 504]), Set(500..<520), Set<Int>()])
+    func retriesExactlyTheStatusesItNames(_ statuses: Set<Int>) {
+        let policy = RetryPolicy(retryableStatuses: statuses)
+        for status in [100, 200, 204, 304, 401, 404, 429, 500, 502, 503, 504, 519, 520, 599] {
+            #expect(policy.retries(status: status) == statuses.contains(status), "status \(status)")
+        }
+    }
+
     @Test func fullJitterDrawsBelowTheDoublingCeiling() {
         let policy = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(100), maximumDelay: .seconds(10))
         #expect(policy.delay(beforeAttempt: 2, random: 0) == .zero)

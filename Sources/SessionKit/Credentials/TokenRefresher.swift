@@ -144,15 +144,26 @@ actor TokenRefresher {
     /// - Throws: `sessionEnded` when the session has ended, and what a refresh throws.
     @discardableResult
     nonisolated func refreshIfExpiring(_ session: UserSession) async throws -> String? {
+        if let token = try freshAccessToken(of: session) { return token }
+        _ = try await refresh(session, rejected: nil)
+        return nil
+    }
+
+    /// The session's access token if it is not within the leeway of expiring: the synchronous half of
+    /// ``refreshIfExpiring(_:)``, for a caller that does not need to suspend when no refresh is due (a request's
+    /// every attempt: no async frame and no executor check on that path).
+    ///
+    /// - Parameter session: The session.
+    /// - Returns: The access token, read under the same lock as the check; `nil` when it is expiring (refresh it).
+    /// - Throws: `sessionEnded` when the session has ended.
+    nonisolated func freshAccessToken(of session: UserSession) throws -> String? {
         let now = clock.now
         let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
             guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
             return (tokens.accessToken, tokens.isExpired(at: now, leeway: margin(for: tokens)))
         }
         guard let current else { throw SessionError.ended }
-        guard current.expiring else { return current.token }
-        _ = try await refresh(session, rejected: nil)
-        return nil
+        return current.expiring ? nil : current.token
     }
 
     /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of

@@ -29,6 +29,10 @@ final class DeadlineTicker: Sendable {
     /// How late a deadline may fire.
     static let resolution = Duration.milliseconds(100)
 
+    /// The longest deadline: a century, "never", so that an absurd duration cannot overflow the instant. A constant,
+    /// not built per request (`Duration.seconds(_:)` converts through a checked 128-bit integer).
+    private static let longest = Duration.seconds(3_155_760_000)
+
     /// The ticker every exchange shares.
     static let shared = DeadlineTicker()
 
@@ -50,8 +54,7 @@ final class DeadlineTicker: Sendable {
     ///   - duration: How long the exchange may take from now.
     ///   - canceller: The session that created the exchange's task, through which expiring cancels it.
     func add(_ handle: RequestHandle, after duration: Duration, cancellingThrough canceller: URLSession) {
-        // Clamped so that an absurd duration cannot overflow the instant (a century is "never").
-        let deadline = ContinuousClock.now.advanced(by: min(max(duration, .zero), .seconds(3_155_760_000)))
+        let deadline = ContinuousClock.now.advanced(by: min(max(duration, .zero), Self.longest))
         let start = state.withLock { state -> Bool in
             handle.deadlineInstant = deadline
             handle.deadlineCanceller = canceller

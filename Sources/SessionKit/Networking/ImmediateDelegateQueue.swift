@@ -22,7 +22,7 @@ import Foundation
     /// call such a method themselves; the session's cancellations run on ``endings``. Only the data session of a
     /// ``UserSession`` uses it: its completion handlers only claim their answer and resume a continuation. Sessions
     /// whose delegates write to disk or report progress (transfers) keep an ordinary serial queue.
-    final class ImmediateDelegateQueue: OperationQueue, @unchecked Sendable {
+    package final class ImmediateDelegateQueue: OperationQueue, @unchecked Sendable {
         /// Where the session's tasks are cancelled, and the session invalidated when it ends, off the caller's thread
         /// (`cancelWithoutRacingCompletion`): serial, so that the invalidation follows the cancellations. Each
         /// cancellation waits for FoundationNetworking's work queue, so this queue is an overcommitting one (no
@@ -31,7 +31,7 @@ import Foundation
         /// queue is busy would otherwise stop every Swift task of the process until it is free.
         let endings = DispatchQueue(label: "SessionKit.ImmediateDelegateQueue.endings")
 
-        override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        override package func addOperation(_ block: @escaping @Sendable () -> Void) {
             block()
         }
     }

@@ -46,6 +46,13 @@ public struct RetryPolicy: Sendable {
         self.usesJitter = usesJitter
     }
 
+    /// Whether `status` is one of ``retryableStatuses``: asked of every answer of a replayable request, so a short
+    /// set is scanned (a few comparisons) rather than hashed (a SipHash round per answer).
+    func retries(status: Int) -> Bool {
+        guard retryableStatuses.count > 8 else { return retryableStatuses.contains { $0 == status } }
+        return retryableStatuses.contains(status)
+    }
+
     /// One attempt and no automatic retry, for callers that decide about retries themselves.
     public static let never = RetryPolicy(maximumAttempts: 1)
 

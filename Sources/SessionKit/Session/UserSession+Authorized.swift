@@ -30,6 +30,7 @@ extension UserSession {
     ///     download, a stream to close).
     /// - Returns: The value and response of the answer handed back.
     /// - Throws: What ``data(for:)`` throws.
+    @inline(__always)
     func sendAuthorized<Value>(
         _ request: consuming URLRequest,
         attempt: (_ outgoing: URLRequest) async throws -> AttemptResult<Value>,
@@ -41,8 +42,10 @@ extension UserSession {
 
         while true {
             try Task.checkCancellation()
-            // The token read with the expiry check; after a refresh, the one it committed.
-            let fresh = try await refresher?.refreshIfExpiring(self)
+            // The token read with the expiry check; after a refresh, the one it committed. The check needs no
+            // suspension: only a refresh does.
+            var fresh = try refresher?.freshAccessToken(of: self)
+            if fresh == nil, let refresher { fresh = try await refresher.refreshIfExpiring(self) }
             guard let token = fresh ?? lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
                 throw SessionError.ended
             }
@@ -112,8 +115,8 @@ extension UserSession {
                 }
                 continue
             case let status
-            where replayable && configuration.retryPolicy.retryableStatuses.contains(status)
-                && attemptNumber < configuration.retryPolicy.maximumAttempts:
+            where replayable && attemptNumber < configuration.retryPolicy.maximumAttempts
+                && configuration.retryPolicy.retries(status: status):
                 discard(value)
                 attemptNumber += 1
                 try await backoff(before: attemptNumber, retryAfter: retryAfter(of: response))
