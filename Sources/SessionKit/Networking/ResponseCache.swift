@@ -46,7 +46,14 @@ package final class ResponseCache: Sendable {
     private let saltHigh: UInt64
     private let saltLow: UInt64
 
-    private static let cacheableStatusCodes: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 410]
+    /// Whether a response with `status` may be stored: the statuses this cache stores (a switch, not a set: asked
+    /// of every answer to a GET, where hashing the status cost more than the rest of the decision).
+    private static func isCacheable(status: Int) -> Bool {
+        switch status {
+        case 200, 203, 204, 300, 301, 308, 404, 410: return true
+        default: return false
+        }
+    }
     /// Request fields that make the request conditional or partial: such a request is the caller's own
     /// validation (or range) and is sent as it is.
     private static let bypassingRequestFields = [
@@ -181,7 +188,7 @@ package final class ResponseCache: Sendable {
         responseReceivedAt: ContinuousClock.Instant
     ) {
         guard response.statusCode != 304 else { return }
-        let storable = Self.cacheableStatusCodes.contains(response.statusCode) && !Self.saysNoStore(response)
+        let storable = Self.isCacheable(status: response.statusCode) && !Self.saysNoStore(response)
         // A response that may not be stored only replaces what is stored for its request: with nothing stored,
         // it changes nothing, and the request need not even be read.
         guard storable || !isEmpty, let prepared = prepared ?? prepare(request) else { return }
