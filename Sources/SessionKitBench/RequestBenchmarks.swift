@@ -128,22 +128,8 @@ enum RequestBenchmarks {
                             throw BenchError("raw URLSession got an unexpected answer")
                         }
                     },
-                    viaRawHandler: {
-                        var request = URLRequest(url: url)
-                        request.setValue(expected, forHTTPHeaderField: "Authorization")
-                        let (data, response) = try await dataThroughCompletionHandler(raw, request)
-                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
-                            throw BenchError("raw URLSession (completion handler) got an unexpected answer")
-                        }
-                    },
-                    viaRawImmediate: {
-                        var request = URLRequest(url: url)
-                        request.setValue(expected, forHTTPHeaderField: "Authorization")
-                        let (data, response) = try await dataThroughCompletionHandler(immediate, request)
-                        guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
-                            throw BenchError("raw URLSession (immediate delegate queue) got an unexpected answer")
-                        }
-                    }))
+                    viaRawHandler: throughCompletionHandler(raw, url, expected, "completion handler"),
+                    viaRawImmediate: throughCompletionHandler(immediate, url, expected, "immediate delegate queue")))
         }
         // Opens every connection each client will use.
         for contest in contests {
@@ -219,6 +205,20 @@ enum RequestBenchmarks {
                     name: "\(contest.prefix).\(label).raw.microseconds", value: Statistics.median(contest.theirs),
                     unit: "µs median latency, raw URLSession (\(contest.server.name))"),
             ]
+        }
+    }
+
+    /// One GET of `url` with `authorization` through `raw.dataTask(with:completionHandler:)`, checked.
+    private static func throughCompletionHandler(
+        _ raw: URLSession, _ url: URL, _ authorization: String, _ label: String
+    ) -> @Sendable () async throws -> Void {
+        {
+            var request = URLRequest(url: url)
+            request.setValue(authorization, forHTTPHeaderField: "Authorization")
+            let (data, response) = try await dataThroughCompletionHandler(raw, request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200, data.count == body.utf8.count else {
+                throw BenchError("raw URLSession (\(label)) got an unexpected answer")
+            }
         }
     }
 

@@ -127,11 +127,7 @@ import Testing
         @Test func aCallersCancellationNeverWaitsForFoundationNetworkingsQueue() async throws {
             let gate = Gate()
             try await LocalServer.withRunning { server async throws in
-                server.route("/held") { _ in
-                    await gate.wait()
-                    return .json("{}")
-                }
-                server.route("/quick") { _ in .json("{}") }
+                routeHeldAndQuick(server, gate)
                 let session = UserSession(account: alice, tokens: tokens("alice"))
                 defer { session.end() }
                 let request = Task { try await session.data(for: get(server, "/held")) }
@@ -157,11 +153,7 @@ import Testing
         @Test func endingSessionsNeverTakeTheCooperativePoolWhileFoundationNetworkingIsBusy() async throws {
             let gate = Gate()
             try await LocalServer.withRunning { server async throws in
-                server.route("/held") { _ in
-                    await gate.wait()
-                    return .json("{}")
-                }
-                server.route("/quick") { _ in .json("{}") }
+                routeHeldAndQuick(server, gate)
                 let count = ProcessInfo.processInfo.activeProcessorCount + 2
                 let sessions = (0..<count).map { _ in UserSession(account: alice, tokens: tokens("alice")) }
                 let requests = sessions.map { session in
@@ -185,6 +177,15 @@ import Testing
 }
 
 #if canImport(FoundationNetworking)
+    /// `/held` answers once `gate` opens; `/quick` at once (what ``WorkQueueHold`` holds the queue with).
+    private func routeHeldAndQuick(_ server: LocalServer, _ gate: Gate) {
+        server.route("/held") { _ in
+            await gate.wait()
+            return .json("{}")
+        }
+        server.route("/quick") { _ in .json("{}") }
+    }
+
     /// Holds FoundationNetworking's work queue, which every URLSession of the process targets: a request of a
     /// session whose completion handlers run on that queue (``ImmediateDelegateQueue``) blocks in its handler until
     /// an event is signalled, or for a second if it is not (what it waits for takes microseconds when nothing waits
