@@ -137,7 +137,10 @@ import Testing
                 await gate.wait()
                 return .json("{}")
             }
-            let session = UserSession(account: alice, tokens: tokens("alice"))
+            // No request may end on its own before `end()`: under Thread Sanitizer on a loaded machine, starting a
+            // thousand took longer than the default 30-second deadline once, and the first ones timed out.
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"), configuration: .init(requestTimeout: .seconds(3600)))
             let committed = SessionScoped<Int>(empty: 0)
             committed.bind(to: session)
             let results = Task {
