@@ -104,9 +104,9 @@ import Testing
 
     #if canImport(FoundationNetworking)
         /// On Linux a data request's completion handler runs on its URLSession's own work queue, where both steps
-        /// of a cancellation run too, so a cancellation cannot race it and is made directly; and no operation
-        /// queue's thread is woken for each answer. What the session's URLSession is given as its delegate queue
-        /// runs what it gets before returning, on the caller's thread.
+        /// of a cancellation run too, so a cancellation cannot race it; and no operation queue's thread is woken
+        /// for each answer. What the session's URLSession is given as its delegate queue runs what it gets before
+        /// returning, on the caller's thread, and the session has an `endings` queue for its cancellations.
         @Test func aDataRequestsCompletionRunsWhereItsURLSessionFinishedIt() {
             let session = UserSession(account: alice, tokens: tokens("alice"))
             defer { session.end() }

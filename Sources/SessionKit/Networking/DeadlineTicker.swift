@@ -54,13 +54,11 @@ final class DeadlineTicker: Sendable {
     ///   - duration: How long the exchange may take from now.
     ///   - canceller: The session that created the exchange's task, through which expiring cancels it.
     func add(_ handle: RequestHandle, after duration: Duration, cancellingThrough canceller: URLSession) {
-        let deadline = ContinuousClock.now.advanced(by: min(max(duration, .zero), Self.longest))
+        let instant = ContinuousClock.now.advanced(by: min(max(duration, .zero), Self.longest))
         let start = state.withLock { state -> Bool in
-            handle.deadlineInstant = deadline
-            handle.deadlineCanceller = canceller
+            handle.deadline = (instant, canceller)
             handle.deadlineNext = state.first
             handle.deadlinePrevious = nil
-            handle.deadlineRegistered = true
             state.first?.deadlinePrevious = handle
             state.first = handle
             defer { state.ticking = true }
@@ -76,8 +74,8 @@ final class DeadlineTicker: Sendable {
     }
 
     private func unlink(_ handle: RequestHandle, from state: inout State) {
-        guard handle.deadlineRegistered else { return }
-        handle.deadlineRegistered = false
+        guard handle.deadline != nil else { return }
+        handle.deadline = nil
         let next = handle.deadlineNext
         if let previous = handle.deadlinePrevious {
             previous.deadlineNext = next
@@ -87,7 +85,6 @@ final class DeadlineTicker: Sendable {
         next?.deadlinePrevious = handle.deadlinePrevious
         handle.deadlineNext = nil
         handle.deadlinePrevious = nil
-        handle.deadlineCanceller = nil
     }
 
     private func scheduleTick() {
@@ -103,8 +100,8 @@ final class DeadlineTicker: Sendable {
             var cursor = state.first
             while let handle = cursor {
                 cursor = handle.deadlineNext
-                if handle.deadlineInstant <= now, let canceller = handle.deadlineCanceller {
-                    due.append((handle, canceller))
+                if let deadline = handle.deadline, deadline.instant <= now {
+                    due.append((handle, deadline.canceller))
                     unlink(handle, from: &state)
                 }
             }

@@ -4,7 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A request's method, in the upper case RFC 9110 §9.1 compares it in.
+/// A request's method as SessionKit's request rules compare it: upper-cased, so that `get` follows the rules of
+/// `GET` (RFC 9110 §9.1 makes methods case-sensitive and registers them in upper case; a lower-case one is a caller's
+/// slip, not another method). The cache keys entries by the method exactly as sent.
 enum HTTPMethod {
     /// The method of `request` (`GET` when it has none), upper-cased; a method already in upper case, as nearly
     /// every one is, is returned without a new string.

@@ -17,8 +17,9 @@ import Foundation
 ///   all answer; the first wins (``TaskAnswer/resume(returning:)`` returns whether it did) and the rest are dropped.
 /// - **Cancelled without racing the completion.** A cancellation of the calling Swift task and the deadline
 ///   cancel the task with `cancelWithoutRacingCompletion`, never with a bare `cancel()` (a cancellation that races
-///   a completion handler stops the process in FoundationNetworking): through the session's delegate queue, or
-///   directly where completions run on the session's work queue (``ImmediateDelegateQueue``).
+///   a completion handler stops the process in FoundationNetworking): through the session's delegate queue, or,
+///   where completions run on the session's work queue (``ImmediateDelegateQueue``), on the session's `endings`
+///   queue, never on the caller's thread.
 /// - **A deadline**, when given (``DeadlineTicker``), that cancels the exchange if it has no answer by then, and
 ///   turns the cancellation it causes into `onTimeout`'s error.
 enum TaskBridge {

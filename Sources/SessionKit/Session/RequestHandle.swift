@@ -30,16 +30,13 @@ final class RequestHandle: Sendable {
     // The handle's place among the deadlines `DeadlineTicker` watches: read and written only under the ticker's
     // lock, never this handle's, and stored in the handle, so that registering a deadline allocates nothing.
 
-    /// When the exchange's deadline passes.
-    nonisolated(unsafe) var deadlineInstant = ContinuousClock.Instant.now
-    /// The session through which the ticker cancels the exchange.
-    nonisolated(unsafe) var deadlineCanceller: URLSession?
+    /// When the exchange's deadline passes and the session through which the ticker then cancels it; `nil` while
+    /// the handle is not registered.
+    nonisolated(unsafe) var deadline: (instant: ContinuousClock.Instant, canceller: URLSession)?
     /// The next registered handle.
     nonisolated(unsafe) var deadlineNext: RequestHandle?
     /// The previous registered handle; unowned, since that one keeps this one alive through its `deadlineNext`.
     nonisolated(unsafe) unowned(unsafe) var deadlinePrevious: RequestHandle?
-    /// Whether the handle is registered with the ticker.
-    nonisolated(unsafe) var deadlineRegistered = false
 
     /// One lock for all of it: a request's state is touched a handful of times, never contended for long, and
     /// each lock costs an allocation and a mutex to set up and tear down on every request.

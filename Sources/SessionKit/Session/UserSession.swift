@@ -309,8 +309,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it: with 1,000 requests in flight that is about a second on Linux. It runs on another queue (the
         // session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same few
-        // microseconds whatever is in flight. A response
-        // that still arrives meanwhile is dropped: `data(for:)` checks `isActive` after every answer.
+        // microseconds whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)`
+        // checks `isActive` after every answer.
         urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true)
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
