@@ -147,6 +147,34 @@ import Testing
             }
         }
 
+        /// Creating a task waits for FoundationNetworking's work queue, so it holds no lock that anything else of the
+        /// session needs: with every URLSession's work queue held while a request creates its task, the session's
+        /// tokens and requests can still be read and `end()` returns; the request then fails as ended, its task
+        /// never created on the URLSession `end()` invalidates (which would stop the process).
+        @Test func endNeverWaitsForATaskBeingCreated() async throws {
+            try await LocalServer.withRunning { server async throws in
+                routeHeldAndQuick(server, Gate())
+                let session = UserSession(account: alice, tokens: tokens("alice"))
+                let returned = DispatchSemaphore(value: 0)
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"), releasingWhen: returned)
+                let request = Task { try await session.data(for: get(server, "/quick")) }
+                // Creating its task: it holds the creation lock, waiting for the held queue.
+                await eventually { session.creation.withLockIfAvailable { _ in } == nil }
+                // On a thread of its own: whatever waited for the held queue would stop it, not the test.
+                Thread {
+                    _ = session.tokens
+                    _ = session.requestsInFlight
+                    session.end()
+                    returned.signal()
+                }.start()
+                #expect(await !hold.eventWaitedForTheQueue, "the session waited for a task being created")
+                let error = await #expect(throws: SessionError.self) { try await request.value }
+                #expect(error?.code == .sessionEnded)
+                #expect(session.requestsInFlight == 0)
+                #expect(server.requests.filter { $0.path == "/quick" }.count == 1, "only the hold's request was sent")
+            }
+        }
+
         /// A session's cancellations wait for FoundationNetworking's work queue off Swift's cooperative pool: with
         /// every URLSession's work queue held, sessions ending with requests in flight (more of them than the pool
         /// has threads) leave the pool free to run other tasks.

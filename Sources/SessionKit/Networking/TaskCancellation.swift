@@ -35,16 +35,21 @@ extension URLSession {
     /// - Parameters:
     ///   - tasks: The tasks to cancel; a task that already finished is left as it is.
     ///   - invalidate: Whether to invalidate the session afterwards. The session must already refuse new tasks
-    ///     (its owner checks that before creating one); the cancelled tasks finish first.
+    ///     (its owner checks that before creating one), or `gate` must be given; the cancelled tasks finish first.
+    ///   - gate: Held by the session's owner while it creates a task and checked there: lowered just before the
+    ///     invalidation, after any creation under way, so that no task is created on the invalidated session.
     /// - Precondition: The session's delegate queue is serial (the default when none is given) or immediate.
     func cancelWithoutRacingCompletion<Tasks: Collection & Sendable>(
-        _ tasks: Tasks, thenInvalidate invalidate: Bool = false
+        _ tasks: Tasks, thenInvalidate invalidate: Bool = false, closing gate: Lock<Bool>? = nil
     ) where Tasks.Element == URLSessionTask {
         guard !tasks.isEmpty || invalidate else { return }
         if let endings {
             endings.async { [self] in
                 for task in tasks { task.cancel() }
-                if invalidate { finishTasksAndInvalidate() }
+                if invalidate {
+                    gate?.withLock { $0 = false }
+                    finishTasksAndInvalidate()
+                }
             }
             return
         }
@@ -55,7 +60,10 @@ extension URLSession {
             // first hop of each cancellation, the second pass the second hop, which the first hop queued.
             for task in tasks { _ = task.priority }
             for task in tasks { _ = task.priority }
-            if invalidate { finishTasksAndInvalidate() }
+            if invalidate {
+                gate?.withLock { $0 = false }
+                finishTasksAndInvalidate()
+            }
         }
     }
 }

@@ -115,7 +115,7 @@ extension UserSession {
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }
 
-    /// Creates one URLSession task under the lock that guards `isActive`, then starts it, with
+    /// Creates one URLSession task, registers it under the lock that guards `isActive`, then starts it, with
     /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``).
     ///
     /// At the deadline the task is cancelled (`cancelWithoutRacingCompletion`, like every cancellation), and
@@ -145,11 +145,11 @@ extension UserSession {
                 urlSession.cancelWithoutRacingCompletion([task])
             },
             create: { (answer: TaskAnswer<(Data, URLResponse)>) in
-                let created = lifetime.withLock { lifetime -> (task: URLSessionTask, id: Int)? in
-                    guard lifetime.isActive else { return nil }
-                    let id = lifetime.nextTaskID
-                    lifetime.nextTaskID &+= 1
-                    let task = urlSession.dataTask(with: request) { data, response, error in
+                // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
+                // queue, and every other request's token check, registration and forgetting would wait with it.
+                let task = creation.withLock { open -> URLSessionTask? in
+                    guard open else { return nil }
+                    return urlSession.dataTask(with: request) { data, response, error in
                         if let error {
                             answer.resume(throwing: TransportFailure(underlying: error, request: request))
                         } else if let response {
@@ -159,12 +159,24 @@ extension UserSession {
                                 throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
                         }
                     }
-                    lifetime.requests[id] = task
-                    return (task, id)
                 }
-                guard let created else { throw SessionError.ended }
-                id = created.id
-                return created.task
+                guard let task else { throw SessionError.ended }
+                // Registered under the lock that `end()` flips `isActive` under: either `end()` takes this task with
+                // the others and cancels it, or the session had ended by now and the task is cancelled here, never
+                // started.
+                let registered = lifetime.withLock { lifetime -> Int? in
+                    guard lifetime.isActive else { return nil }
+                    let id = lifetime.nextTaskID
+                    lifetime.nextTaskID &+= 1
+                    lifetime.requests[id] = task
+                    return id
+                }
+                guard let registered else {
+                    urlSession.cancelWithoutRacingCompletion([task])
+                    throw SessionError.ended
+                }
+                id = registered
+                return task
             }
         )
         guard let http = response as? HTTPURLResponse else {

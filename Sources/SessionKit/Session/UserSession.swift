@@ -152,6 +152,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// took, whether the resume lands before or after the cancellation (a cancelled task never starts). So
     /// `end()` never waits for starts under way, and no start holds a lock across `resume()`.
     let admitsStarts = Lock(true)
+    /// Whether the data URLSession may still create tasks: held while `data(for:)` creates one, lowered just before
+    /// the URLSession is invalidated (FoundationNetworking stops the process when a task is created on an invalidated
+    /// session), on the queue that invalidates it, so that `end()` never waits for a creation under way. Not the
+    /// lifetime lock: creating a task waits for FoundationNetworking's work queue, and every request's token check,
+    /// registration and forgetting would wait with it.
+    let creation = Lock(true)
 
     /// Creates an active session for `account` holding `tokens`.
     ///
@@ -311,7 +317,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same few
         // microseconds whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)`
         // checks `isActive` after every answer.
-        urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true)
+        urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true, closing: creation)
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)

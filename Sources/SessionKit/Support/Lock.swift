@@ -48,4 +48,17 @@ package struct Lock<State: Sendable>: @unchecked Sendable {
             return try body(&state.pointee)
         }
     }
+
+    /// Runs `body` with exclusive access to the state if no other thread holds the lock now, without waiting.
+    ///
+    /// - Parameter body: Reads or changes the state.
+    /// - Returns: What `body` returns, or `nil` if the lock was held.
+    /// - Throws: What `body` throws.
+    package func withLockIfAvailable<Result>(_ body: (inout State) throws -> Result) rethrows -> Result? {
+        try storage.withUnsafeMutablePointers { state, mutex in
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
+    }
 }
