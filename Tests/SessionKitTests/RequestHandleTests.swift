@@ -175,6 +175,35 @@ import Testing
             }
         }
 
+        /// FoundationNetworking stops the process when a task is created on an invalidated URLSession, and a request
+        /// creates its task under the session's `creation` lock, not the lock `end()` takes: so the invalidation
+        /// `end()` queues waits for a creation under way, and no task is created after it. With the creation lock
+        /// held (as by a request creating its task), the session's `endings` queue stops before invalidating; once
+        /// the lock is let go it invalidates, and refuses every later creation.
+        @Test func theURLSessionIsInvalidatedOnlyAfterATaskBeingCreatedIsCreated() async throws {
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            let endings = try #require(session.urlSession.endings)
+            let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            Thread {
+                session.creation.withLock { _ in
+                    holding.signal()
+                    release.wait()
+                }
+            }.start()
+            await onThreadOfItsOwn { holding.wait() }
+            session.end()
+            let reached = DispatchSemaphore(value: 0)
+            endings.async { reached.signal() }
+            // What must not happen: half a second is far longer than the endings take when nothing holds them.
+            let invalidatedMeanwhile = await onThreadOfItsOwn {
+                reached.wait(timeout: .now() + .milliseconds(500)) == .success
+            }
+            #expect(!invalidatedMeanwhile, "the URLSession was invalidated while a task was being created")
+            release.signal()
+            if !invalidatedMeanwhile { await onThreadOfItsOwn { reached.wait() } }
+            #expect(session.creation.withLock { $0 } == false, "a later request could create a task on it")
+        }
+
         /// A session's cancellations wait for FoundationNetworking's work queue off Swift's cooperative pool: with
         /// every URLSession's work queue held, sessions ending with requests in flight (more of them than the pool
         /// has threads) leave the pool free to run other tasks.
@@ -212,6 +241,14 @@ import Testing
             return .json("{}")
         }
         server.route("/quick") { _ in .json("{}") }
+    }
+
+    /// Runs `body`, which blocks, on a thread of its own (never one of Swift's cooperative pool) and returns what it
+    /// returned.
+    private func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+        await withCheckedContinuation { (done: CheckedContinuation<Result, Never>) in
+            Thread { done.resume(returning: body()) }.start()
+        }
     }
 
     /// Holds FoundationNetworking's work queue, which every URLSession of the process targets: a request of a
