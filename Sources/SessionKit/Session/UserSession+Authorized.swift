@@ -8,8 +8,8 @@ extension UserSession {
     /// What one attempt of an authorized exchange produced.
     enum AttemptResult<Value> {
         /// An answer from the server, which the loop checks (401, retryable statuses, conflicts) before handing it
-        /// back.
-        case answer(Value, HTTPURLResponse)
+        /// back; `endChecked` when the attempt already refused an answer that came after the session's end.
+        case answer(Value, HTTPURLResponse, endChecked: Bool = false)
         /// A result to hand back as it is, unchecked (an answer from the session's cache).
         case result(Value, HTTPURLResponse)
         /// Try again at once, without counting an attempt (a validated cache entry evicted meanwhile).
@@ -54,6 +54,7 @@ extension UserSession {
 
             let value: Value
             let response: HTTPURLResponse
+            let endChecked: Bool
             do {
                 switch try await attempt(request) {
                 case .result(let value, let response):
@@ -64,8 +65,8 @@ extension UserSession {
                     return (value, response)
                 case .again:
                     continue
-                case .answer(let answered, let answeredResponse):
-                    (value, response) = (answered, answeredResponse)
+                case .answer(let answered, let answeredResponse, let checked):
+                    (value, response, endChecked) = (answered, answeredResponse, checked)
                 }
             } catch let failure as TransportFailure {
                 let error = failure.error(replayable: replayable)
@@ -82,7 +83,7 @@ extension UserSession {
                 throw error
             }
             // A response that arrives after `end()` is never handed over.
-            guard isActive else {
+            guard endChecked || isActive else {
                 discard(value)
                 throw SessionError.ended
             }

@@ -55,8 +55,6 @@ extension UserSession {
             let sentAt = configuration.clock.now
             let (data, response) = try await send(outgoing)
             if response.statusCode == 304 && cacheable && !bypassCache {
-                // A response that arrives after `end()` is never handed over.
-                guard isActive else { throw SessionError.ended }
                 if let refreshed = cache.revalidated(
                     response,
                     for: outgoing,
@@ -69,7 +67,7 @@ extension UserSession {
                 bypassCache = true
                 return .again
             }
-            return .answer((data, outgoing, prepared, sentAt), response)
+            return .answer((data, outgoing, prepared, sentAt), response, endChecked: true)
         }
 
         guard let sentAt = sent.at else { return (sent.data, response) }
@@ -116,7 +114,8 @@ extension UserSession {
     }
 
     /// Creates one URLSession task, registers it under the lock that guards `isActive`, then starts it, with
-    /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``).
+    /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``); an answer is handed back only if the session
+    /// was still active when it came.
     ///
     /// At the deadline the task is cancelled (`cancelWithoutRacingCompletion`, like every cancellation), and
     /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
@@ -124,70 +123,73 @@ extension UserSession {
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let urlSession = urlSession
         var id: Int?
-        // Forgotten here, not in the completion handler: that runs on the URLSession's work queue
-        // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which `create` holds while the
-        // URLSession waits for that queue to number the task.
-        defer { if let id { requestFinished(id) } }
-        let (data, response) = try await TaskBridge.run(
-            cancellingThrough: urlSession,
-            deadline: configuration.requestTimeout,
-            onTimeout: { [self] error in
-                guard (error as? TransportFailure)?.isCancellation == true, isActive else { return nil }
-                return TransportFailure(underlying: URLError(.timedOut), request: request)
-            },
-            admits: { [self] in
-                configuration.beforeStart?(self)
-                return admitsStarts.withLock { $0 }
-            },
-            notStarted: TransportFailure(underlying: URLError(.cancelled)),
-            discardUnstarted: { task in
-                // Cancelled, so that the session does not keep the task registered (and can be invalidated).
-                urlSession.cancelWithoutRacingCompletion([task])
-            },
-            create: { (answer: TaskAnswer<(Data, URLResponse)>) in
-                // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
-                // queue, and every other request's token check, registration and forgetting would wait with it.
-                let task = creation.withLock { open -> URLSessionTask? in
-                    guard open else { return nil }
-                    return urlSession.dataTask(with: request) { data, response, error in
-                        if let error {
-                            answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                        } else if let response {
-                            answer.resume(returning: (data ?? Data(), response))
-                        } else {
-                            answer.resume(
-                                throwing: TransportFailure(underlying: URLError(.badServerResponse), request: request))
+        let answered: (Data, URLResponse)
+        do {
+            answered = try await TaskBridge.run(
+                cancellingThrough: urlSession,
+                deadline: configuration.requestTimeout,
+                onTimeout: { [self] error in
+                    guard (error as? TransportFailure)?.isCancellation == true, isActive else { return nil }
+                    return TransportFailure(underlying: URLError(.timedOut), request: request)
+                },
+                notStarted: TransportFailure(underlying: URLError(.cancelled)),
+                discardUnstarted: { task in
+                    // Cancelled, so that the session does not keep the task registered (and can be invalidated).
+                    urlSession.cancelWithoutRacingCompletion([task])
+                },
+                create: { (answer: TaskAnswer<(Data, URLResponse)>) in
+                    // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
+                    // queue, and every other request's token check, registration and forgetting would wait with it.
+                    let task = creation.withLock { open -> URLSessionTask? in
+                        guard open else { return nil }
+                        return urlSession.dataTask(with: request) { data, response, error in
+                            if let error {
+                                answer.resume(throwing: TransportFailure(underlying: error, request: request))
+                            } else if let response {
+                                answer.resume(returning: (data ?? Data(), response))
+                            } else {
+                                let noResponse = URLError(.badServerResponse)
+                                answer.resume(throwing: TransportFailure(underlying: noResponse, request: request))
+                            }
                         }
                     }
+                    guard let task else { throw SessionError.ended }
+                    configuration.beforeStart?(self)
+                    // Registered under the lock that `end()` flips `isActive` under, as the last check before the
+                    // start: either `end()` takes this task with the others and cancels it, or the session had ended
+                    // by now and the task is cancelled here, never started.
+                    let registered = lifetime.withLock { lifetime -> Int? in
+                        guard lifetime.isActive else { return nil }
+                        let id = lifetime.nextTaskID
+                        lifetime.nextTaskID &+= 1
+                        lifetime.requests[id] = task
+                        return id
+                    }
+                    guard let registered else {
+                        urlSession.cancelWithoutRacingCompletion([task])
+                        throw SessionError.ended
+                    }
+                    id = registered
+                    return task
                 }
-                guard let task else { throw SessionError.ended }
-                // Registered under the lock that `end()` flips `isActive` under: either `end()` takes this task with
-                // the others and cancels it, or the session had ended by now and the task is cancelled here, never
-                // started.
-                let registered = lifetime.withLock { lifetime -> Int? in
-                    guard lifetime.isActive else { return nil }
-                    let id = lifetime.nextTaskID
-                    lifetime.nextTaskID &+= 1
-                    lifetime.requests[id] = task
-                    return id
-                }
-                guard let registered else {
-                    urlSession.cancelWithoutRacingCompletion([task])
-                    throw SessionError.ended
-                }
-                id = registered
-                return task
-            }
-        )
-        guard let http = response as? HTTPURLResponse else {
+            )
+        } catch {
+            // Forgotten here, not in the completion handler: that runs on FoundationNetworking's work queue
+            // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which a transfer's creation
+            // holds while it waits for that queue. After `end()` there is nothing left to forget: it took them all.
+            if let id { lifetime.withLock { _ = $0.requests.removeValue(forKey: id) } }
+            throw error
+        }
+        // Forgotten, and the session's end checked, under one lock: a response that arrives after `end()` is never
+        // handed over.
+        let active = lifetime.withLock { lifetime in
+            if let id { lifetime.requests.removeValue(forKey: id) }
+            return lifetime.isActive
+        }
+        guard active else { throw SessionError.ended }
+        guard let http = answered.1 as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
-        return (data, http)
-    }
-
-    /// Forgets a request whose call has been answered. After `end()` there is nothing left to forget: `end()`
-    /// took every request.
-    private func requestFinished(_ id: Int) {
-        lifetime.withLock { _ = $0.requests.removeValue(forKey: id) }
+        return (answered.0, http)
     }
 }

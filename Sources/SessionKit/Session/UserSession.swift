@@ -147,10 +147,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
     let lifetime: Lock<Lifetime>
-    /// Whether requests may still start: lowered by `end()` right after ``isActive``, read by every start under a
-    /// lock of its own that is never held across `resume()`. A start that reads it raised resumes its task; `end()` cancels that task like every other it
-    /// took, whether the resume lands before or after the cancellation (a cancelled task never starts). So
-    /// `end()` never waits for starts under way, and no start holds a lock across `resume()`.
+    /// Whether transfers (uploads, downloads, byte streams, WebSockets) may still start: lowered by `end()` right
+    /// after ``isActive``, read by every transfer's start under a lock of its own that is never held across `resume()`
+    /// (a data request's last check is its registration, under the lifetime lock). A start that reads it raised
+    /// resumes its task; `end()` cancels that task like every other it took, whether the resume lands before or after
+    /// the cancellation (a cancelled task never starts). So `end()` never waits for starts under way, and no start
+    /// holds a lock across `resume()`.
     let admitsStarts = Lock(true)
     /// Whether the data URLSession may still create tasks: held while `data(for:)` creates one, lowered just before
     /// the URLSession is invalidated (FoundationNetworking stops the process when a task is created on an invalidated
