@@ -45,6 +45,35 @@ import Testing
         }
     }
 
+    #if canImport(FoundationNetworking)
+        /// An answer that arrives after `end()` is never handed over, even one that arrives before `end()`'s
+        /// cancellation reaches its task: the queue that cancellation runs on (the session's `endings`) is held,
+        /// then the server answers; the caller gets `sessionEnded`, not the answer.
+        @Test func anAnswerThatArrivesAfterEndIsNeverReturned() async throws {
+            let answer = Gate()
+            try await LocalServer.withRunning { server in
+                server.route("/held") { _ in
+                    await answer.wait()
+                    return .json(#"{"user":"alice"}"#)
+                }
+                let session = UserSession(
+                    account: alice, tokens: tokens("alice"),
+                    configuration: UserSession.Configuration(retryPolicy: .never))
+                let load = Task { try await session.data(for: get(server, "/held")) }
+                await answer.waitForArrivals(1)
+
+                let endingsHeld = DispatchSemaphore(value: 0)
+                defer { endingsHeld.signal() }
+                try #require(session.urlSession.endings).async { endingsHeld.wait() }
+                session.end()
+                answer.open()
+                let error = await #expect(throws: SessionError.self) { try await load.value }
+                #expect(error?.code == .sessionEnded)
+                #expect(session.requestsInFlight == 0)
+            }
+        }
+    #endif
+
     /// `end()` lands between a request's task creation and its start (the seam runs it there): the request must
     /// be refused with `sessionEnded` and never reach the server. Where `end()` cancels the session's tasks (its
     /// delegate queue, or on Linux the queue that ends it) is held until the server sees a request, so a task
