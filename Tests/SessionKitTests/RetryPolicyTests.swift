@@ -13,6 +13,17 @@ import Testing
         }
     }
 
+    /// The set can be changed after the policy is made; the statuses it then names are the ones retried.
+    @Test func retriesTheStatusesItNamesAfterTheyChange() {
+        var policy = RetryPolicy()
+        policy.retryableStatuses = [200, 503]
+        #expect(policy.retries(status: 200))
+        #expect(policy.retries(status: 503))
+        #expect(!policy.retries(status: 429))
+        policy.retryableStatuses = []
+        #expect(!policy.retries(status: 503))
+    }
+
     @Test func fullJitterDrawsBelowTheDoublingCeiling() {
         let policy = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(100), maximumDelay: .seconds(10))
         #expect(policy.delay(beforeAttempt: 2, random: 0) == .zero)

@@ -157,13 +157,18 @@ actor TokenRefresher {
     /// - Returns: The access token, read under the same lock as the check; `nil` when it is expiring (refresh it).
     /// - Throws: `sessionEnded` when the session has ended.
     nonisolated func freshAccessToken(of session: UserSession) throws -> String? {
-        let now = clock.now
-        let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
-            guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
-            return (tokens.accessToken, tokens.isExpired(at: now, leeway: margin(for: tokens)))
+        // The three fields read in place: copying the whole `TokenSet` out would retain and release its strings.
+        let current = session.lifetime.withLock {
+            lifetime -> (token: String, expiresAt: ContinuousClock.Instant?, lifetime: Duration?)? in
+            guard lifetime.isActive, lifetime.tokens != nil else { return nil }
+            return (lifetime.tokens!.accessToken, lifetime.tokens!.expiresAt, lifetime.tokens!.lifetime)
         }
         guard let current else { throw SessionError.ended }
-        return current.expiring ? nil : current.token
+        guard let expiresAt = current.expiresAt else { return current.token }
+        let margin = Self.margin(
+            lifetime: current.lifetime, leeway: policy.leeway, jitter: policy.jitter, offset: jitterOffset)
+        // As `TokenSet.isExpired(at:leeway:)`, with the margin `margin(for:)` gives.
+        return clock.now.advanced(by: margin) >= expiresAt ? nil : current.token
     }
 
     /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of

@@ -18,7 +18,12 @@ public struct RetryPolicy: Sendable {
     /// The longest wait between two attempts, a server's `Retry-After` included.
     public var maximumDelay: Duration
     /// The HTTP statuses that are retried for a replayable request.
-    public var retryableStatuses: Set<Int>
+    public var retryableStatuses: Set<Int> {
+        didSet { lowestRetryableStatus = retryableStatuses.min() ?? .max }
+    }
+    /// The lowest of ``retryableStatuses`` (`Int.max` for none): an answer below it, as nearly every one is, is
+    /// told apart without reading the set.
+    private var lowestRetryableStatus: Int
     /// Whether waits are drawn at random below the backoff ceiling (full jitter), so that many clients failing
     /// together do not retry together. Turn it off only to measure or test the synchronized worst case: every
     /// wait is then the whole ceiling.
@@ -43,12 +48,15 @@ public struct RetryPolicy: Sendable {
         self.baseDelay = baseDelay
         self.maximumDelay = maximumDelay
         self.retryableStatuses = retryableStatuses
+        self.lowestRetryableStatus = retryableStatuses.min() ?? .max
         self.usesJitter = usesJitter
     }
 
-    /// Whether `status` is one of ``retryableStatuses``: asked of every answer of a replayable request, so a short
-    /// set is scanned (a few comparisons) rather than hashed (a SipHash round per answer).
+    /// Whether `status` is one of ``retryableStatuses``: asked of every answer of a replayable request, so a status
+    /// below the lowest of them is answered at once, and a short set is scanned (a few comparisons) rather than
+    /// hashed (a SipHash round per answer).
     func retries(status: Int) -> Bool {
+        guard status >= lowestRetryableStatus else { return false }
         guard retryableStatuses.count > 8 else { return retryableStatuses.contains { $0 == status } }
         return retryableStatuses.contains(status)
     }
