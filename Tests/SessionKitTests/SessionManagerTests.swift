@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import SessionKit
 import SessionKitTesting
 import Testing
@@ -446,6 +447,40 @@ func temporaryDirectory() throws -> URL {
             _ = try await rating.value
             #expect(report.writesWaitedFor == 1)
             #expect(report.cancelledRequests == 0)
+        }
+    }
+
+    /// A write in flight when sign-out detaches the session counts as waited for even when it finishes before the
+    /// wait reaches it: here it finishes while sign-out tells observers that `current` changed (the clear phase,
+    /// after the detach), and the report still says it was waited for.
+    @Test func aWaitPolicyWriteThatFinishesRightAfterTheDetachIsWaitedFor() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server in
+            server.route("POST", "/rating") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let finished = DispatchSemaphore(value: 0)
+            let rating = Task {
+                defer { finished.signal() }
+                return try await session.write(post(server, "/rating"), policy: .wait(.seconds(30)))
+            }
+            await gate.waitForArrivals(1)
+            let finishedInTime = Lock(false)
+            withObservationTracking {
+                _ = manager.current
+            } onChange: {
+                // Runs on sign-out's thread, between the detach and the wait for writes.
+                gate.open()
+                finishedInTime.withLock { $0 = finished.wait(timeout: .now() + 10) == .success }
+            }
+            let report = await manager.signOut(options: .localOnly)
+            _ = try await rating.value
+            #expect(finishedInTime.withLock { $0 }, "the write did not finish during the clear phase")
+            #expect(report.writesWaitedFor == 1)
+            #expect(report.writesAbandoned == 0)
         }
     }
 

@@ -37,6 +37,7 @@ extension SessionManager {
         let deadline = started.advanced(by: options.localTimeout)
         let finished = Broadcast<Void>()
         var journalFailure: (any Error)?
+        var writesAtDetach: [UserSession.PendingWrite] = []
         // 1. Detach: the manager forgets the session, so no new work can start as this account. The purge intent is
         //    durable before anyone can see the session gone.
         let detached = guarded.withLock { guarded -> Detached? in
@@ -57,6 +58,9 @@ extension SessionManager {
             }
             // Until the purge has finished, a sign-in of this account waits.
             guarded.signOuts[target.account, default: []].append(finished)
+            // The writes in flight at the instant the session is seen gone: one that finishes before the wait below
+            // reaches it still counts as waited for.
+            writesAtDetach = target.pendingWrites
             return .detached(target, wasCurrent: wasCurrent, stateChanged: changed)
         }
         guard case .detached(let target, let wasCurrent, let stateChanged) = detached else {
@@ -87,8 +91,13 @@ extension SessionManager {
         registrar.withMutation(of: self, keyPath: \.current) {}
         if stateChanged { registrar.withMutation(of: self, keyPath: \.state) {} }
 
-        // Writes in flight: wait briefly for those whose policy says so, all within the local deadline.
-        for write in target.pendingWrites {
+        // Writes in flight: wait briefly for those whose policy says so, all within the local deadline. Those in
+        // flight at the detach, and any the app started since through a reference it kept.
+        var writes = writesAtDetach
+        for later in target.pendingWrites where !writes.contains(where: { $0.done === later.done }) {
+            writes.append(later)
+        }
+        for write in writes {
             switch write.policy {
             case .wait(let bound):
                 let own = clock.now.advanced(by: bound)
