@@ -432,12 +432,7 @@ func temporaryDirectory() throws -> URL {
     @Test func waitPolicyWritesAreWaitedForWithinTheirBound() async throws {
         let gate = Gate()
         try await LocalServer.withRunning { server in
-            server.route("POST", "/rating") { _ in
-                await gate.wait()
-                return .json("{}")
-            }
-            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
-            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let (manager, session) = try await signedInWithHeldRating(server, gate)
             let rating = Task { try await session.write(post(server, "/rating"), policy: .wait(.seconds(30))) }
             await gate.waitForArrivals(1)
             let signOut = Task { await manager.signOut(options: .localOnly) }
@@ -456,12 +451,7 @@ func temporaryDirectory() throws -> URL {
     @Test func aWaitPolicyWriteThatFinishesRightAfterTheDetachIsWaitedFor() async throws {
         let gate = Gate()
         try await LocalServer.withRunning { server in
-            server.route("POST", "/rating") { _ in
-                await gate.wait()
-                return .json("{}")
-            }
-            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
-            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let (manager, session) = try await signedInWithHeldRating(server, gate)
             let finished = DispatchSemaphore(value: 0)
             let rating = Task {
                 defer { finished.signal() }
@@ -482,6 +472,18 @@ func temporaryDirectory() throws -> URL {
             #expect(report.writesWaitedFor == 1)
             #expect(report.writesAbandoned == 0)
         }
+    }
+
+    /// Alice signed in to a new manager; the server holds her `POST /rating` until `gate` opens.
+    private func signedInWithHeldRating(
+        _ server: LocalServer, _ gate: Gate
+    ) async throws -> (SessionManager, UserSession) {
+        server.route("POST", "/rating") { _ in
+            await gate.wait()
+            return .json("{}")
+        }
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        return (manager, try await manager.signIn(alice, tokens: tokens("alice")))
     }
 
     @Test func outboxIsKeptForItsAccountAndNeverReplayedAsAnother() async throws {
