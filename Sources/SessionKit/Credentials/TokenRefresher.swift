@@ -157,18 +157,16 @@ actor TokenRefresher {
     /// - Returns: The access token, read under the same lock as the check; `nil` when it is expiring (refresh it).
     /// - Throws: `sessionEnded` when the session has ended.
     nonisolated func freshAccessToken(of session: UserSession) throws -> String? {
-        // The three fields read in place: copying the whole `TokenSet` out would retain and release its strings.
-        let current = session.lifetime.withLock {
-            lifetime -> (token: String, expiresAt: ContinuousClock.Instant?, lifetime: Duration?)? in
+        let now = clock.now
+        let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
             guard lifetime.isActive, lifetime.tokens != nil else { return nil }
-            return (lifetime.tokens!.accessToken, lifetime.tokens!.expiresAt, lifetime.tokens!.lifetime)
+            // Read in place (`lifetime.tokens!`), not copied out of the lock: a copy would retain and release its
+            // strings on every request.
+            let expiring = lifetime.tokens!.isExpired(at: now, leeway: margin(for: lifetime.tokens!))
+            return (lifetime.tokens!.accessToken, expiring)
         }
         guard let current else { throw SessionError.ended }
-        guard let expiresAt = current.expiresAt else { return current.token }
-        let margin = Self.margin(
-            lifetime: current.lifetime, leeway: policy.leeway, jitter: policy.jitter, offset: jitterOffset)
-        // As `TokenSet.isExpired(at:leeway:)`, with the margin `margin(for:)` gives.
-        return clock.now.advanced(by: margin) >= expiresAt ? nil : current.token
+        return current.expiring ? nil : current.token
     }
 
     /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of
