@@ -159,14 +159,22 @@ actor TokenRefresher {
     nonisolated func freshAccessToken(of session: UserSession) throws -> String? {
         let now = clock.now
         let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
-            guard lifetime.isActive, lifetime.tokens != nil else { return nil }
-            // Read in place (`lifetime.tokens!`), not copied out of the lock: a copy would retain and release its
-            // strings on every request.
-            let expiring = lifetime.tokens!.isExpired(at: now, leeway: margin(for: lifetime.tokens!))
-            return (lifetime.tokens!.accessToken, expiring)
+            guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { return nil }
+            // One comparison with the instant worked out when the tokens were set (`expiringFrom(_:)`), and only
+            // the token read: copying the `TokenSet` out of the lock would retain and release all its strings.
+            return (token, lifetime.expiringFrom.map { now >= $0 } ?? false)
         }
         guard let current else { throw SessionError.ended }
         return current.expiring ? nil : current.token
+    }
+
+    /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent: the
+    /// instant at which `tokens.isExpired(at:leeway: margin(for: tokens))` becomes true.
+    ///
+    /// - Parameter tokens: The tokens in hand.
+    /// - Returns: `nil` when the server gave no lifetime (the token never expires by the clock).
+    nonisolated func expiringFrom(_ tokens: TokenSet) -> ContinuousClock.Instant? {
+        tokens.expiresAt.map { $0.advanced(by: .zero - margin(for: tokens)) }
     }
 
     /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of

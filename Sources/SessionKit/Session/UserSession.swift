@@ -92,7 +92,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     struct Lifetime {
         var isActive = true
-        var tokens: TokenSet?
+        /// The tokens the session holds; set with ``hold(_:expiringFrom:)``, which keeps `expiringFrom` with them.
+        private(set) var tokens: TokenSet?
+        /// When `tokens`' access token starts to count as expiring: its expiry less the refresher's margin
+        /// (``TokenRefresher/expiringFrom(_:)``), worked out once when the tokens are set so that the check before
+        /// every request is one comparison; `nil` for a token without an expiry, or a session without a refresher.
+        private(set) var expiringFrom: ContinuousClock.Instant?
         /// The tasks of `data(for:)` calls that have not returned: what `end()` cancels.
         var requests: [Int: URLSessionTask] = [:]
         var nextTaskID = 0
@@ -112,6 +117,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var credentialWritesSealed = false
         /// When the session last became the app's current one; stored with its record.
         var selectedAt: Date?
+
+        /// Holds `tokens`, and the instant from which their access token counts as expiring.
+        mutating func hold(_ tokens: TokenSet?, expiringFrom: ContinuousClock.Instant?) {
+            self.tokens = tokens
+            self.expiringFrom = expiringFrom
+        }
     }
 
     /// What `finish` found when it ended the session.
@@ -205,8 +216,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         self.configuration = configuration
         self.vault = vault
         self.cache = ResponseCache(maximumBytes: configuration.cacheMaximumBytes, clock: configuration.clock)
+        let refresher = tokenEndpoint.map {
+            TokenRefresher(endpoint: $0, policy: refreshPolicy, clock: configuration.clock)
+        }
+        self.refresher = refresher
         var lifetime = Lifetime()
-        lifetime.tokens = tokens
+        lifetime.hold(tokens, expiringFrom: refresher?.expiringFrom(tokens))
         self.lifetime = Lock(lifetime)
 
         // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
@@ -225,9 +240,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         #else
             self.urlSession = URLSession(configuration: urlConfiguration)
         #endif
-        self.refresher = tokenEndpoint.map {
-            TokenRefresher(endpoint: $0, policy: refreshPolicy, clock: configuration.clock)
-        }
     }
 
     /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
@@ -301,7 +313,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             whileEnding?(lifetime.tokens?.refreshToken)
             lifetime.isActive = false
             let tokens = lifetime.tokens
-            lifetime.tokens = nil
+            lifetime.hold(nil, expiringFrom: nil)
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             let requests = lifetime.requests
             lifetime.requests = [:]
@@ -417,7 +429,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             var merged = tokens
             // RFC 6749 §6: a response without a refresh token keeps the old one.
             if merged.refreshToken == nil { merged.refreshToken = lifetime.tokens?.refreshToken }
-            lifetime.tokens = merged
+            lifetime.hold(merged, expiringFrom: refresher?.expiringFrom(merged))
             // A sign-out has queued the record's deletion: the tokens serve the session's last requests and its
             // revocation, and are stored nowhere.
             guard !lifetime.credentialWritesSealed else {
@@ -437,7 +449,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
         lifetime.withLock { lifetime -> RefreshCommit in
             guard lifetime.isActive else { return .ended }
-            lifetime.tokens = tokens
+            lifetime.hold(tokens, expiringFrom: refresher?.expiringFrom(tokens))
             return .committed(accessToken: tokens.accessToken, write: nil)
         }
     }
