@@ -268,6 +268,10 @@ final class RotatingResource: Sendable {
             #expect(endpoint.count == 1)
             #expect(server.requests.count == 3, "refreshed before sending: no request was rejected")
             #expect(server.requests.last?.bearerToken == "token-alice-1")
+            // The new token is judged by its own expiry: the next requests send it without refreshing again.
+            for _ in 0..<2 { _ = try await session.data(for: get(server, "/me")) }
+            #expect(endpoint.count == 1)
+            #expect(server.requests.last?.bearerToken == "token-alice-1")
             session.end()
         }
     }

@@ -231,14 +231,18 @@ actor TokenRefresher {
     }
 
     private func refresh(_ session: UserSession, rejected: String?, force: Bool = false) async throws -> String {
-        guard !ended.withLock({ $0 }), let tokens = session.tokens else {
+        let held = session.lifetime.withLock { lifetime in
+            lifetime.tokens.map { (tokens: $0, expiringFrom: lifetime.expiringFrom) }
+        }
+        guard !ended.withLock({ $0 }), let (tokens, expiringFrom) = held else {
             throw SessionError.ended
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
         if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
         if let flight = current.withLock({ $0 }) { return try await wait(for: flight, session: session) }
         let proactive = !force && rejected == nil
-        if proactive, !tokens.isExpired(at: clock.now, leeway: margin(for: tokens)) {
+        // The instant the per-request check compared with (`expiringFrom(_:)`), not a second reckoning of it.
+        if proactive, !(expiringFrom.map { clock.now >= $0 } ?? false) {
             return tokens.accessToken
         }
 
