@@ -13,12 +13,15 @@ import SessionKitTesting
 /// Two servers, each in a process of its own so that neither competes with the clients for this process's
 /// cooperative pool: `LocalServer` (this executable's `--serve`) and, when it is installed, nginx, a server nobody
 /// here wrote. Each round measures both, one after the other (the order alternating by round); within a server the
-/// clients (and a raw URLSession used through a completion handler, as UserSession uses it) take turns in blocks of
-/// one request per worker (1 sequential, 8 concurrent), the first of them rotating from block to block, and
-/// every request is timed. A round's ratio is the raw median latency over the session's, which is the throughput
-/// ratio at a fixed concurrency; the figure is the median over the rounds, with the lowest and highest round beside
-/// it. Medians, because on a shared machine a request that another process stalled says nothing about either
-/// client.
+/// clients (and raw URLSessions used through a completion handler, as UserSession uses it) take turns, the first of
+/// them rotating from turn to turn, and every request is timed. A turn is a few requests per worker one after
+/// another (8 sequential; 4 from each of 8 concurrent workers), as an app sends them: with a turn of one request,
+/// the session's code ran only every fourth request, after three requests of clients that share all their code
+/// with the raw client's, so the session paid for evicted code and data that the raw client's own request had
+/// just warmed (`.first`, the first request of each turn alone, shows that cost). A round's ratio is the raw
+/// median latency over the session's, which is the throughput ratio at a fixed concurrency; the figure is the
+/// median over the rounds, with the lowest and highest round beside it. Medians, because on a shared machine a
+/// request that another process stalled says nothing about either client.
 enum RequestBenchmarks {
     static let body = #"{"ok":true,"user":"alice","items":[1,2,3,4,5],"token":null}"#
     private static let rounds = 7
@@ -26,10 +29,10 @@ enum RequestBenchmarks {
     static let all = [
         Benchmark(
             resultNames: names(label: "sequential"),
-            run: { try await compare(label: "sequential", concurrency: 1, blocksPerRound: 400) }),
+            run: { try await compare(label: "sequential", concurrency: 1, turn: 8, turnsPerRound: 50) }),
         Benchmark(
             resultNames: names(label: "concurrent8"),
-            run: { try await compare(label: "concurrent8", concurrency: 8, blocksPerRound: 60) }),
+            run: { try await compare(label: "concurrent8", concurrency: 8, turn: 4, turnsPerRound: 15) }),
     ]
 
     private static func names(label: String) -> [String] {
@@ -37,6 +40,7 @@ enum RequestBenchmarks {
             [
                 "\(prefix).ratio.\(label)", "\(prefix).ratio.\(label).min", "\(prefix).ratio.\(label).max",
                 "\(prefix).ratio.\(label).vs_handler", "\(prefix).ratio.\(label).vs_immediate",
+                "\(prefix).ratio.\(label).first",
                 "\(prefix).\(label).session.microseconds", "\(prefix).\(label).raw.microseconds",
             ]
         }
@@ -77,10 +81,22 @@ enum RequestBenchmarks {
         var theirs: [Double] = []
         var handlerRatios: [Double] = []
         var immediateRatios: [Double] = []
+        var firstRatios: [Double] = []
         var ratios: [Double] = []
     }
 
-    private static func compare(label: String, concurrency: Int, blocksPerRound: Int) async throws -> [BenchResult] {
+    /// Measures the session against the raw clients on every server, in rounds.
+    ///
+    /// - Parameters:
+    ///   - label: The figures' label (`sequential`, `concurrent8`).
+    ///   - concurrency: How many workers each client has.
+    ///   - turn: How many requests each worker of a client sends before the next client's turn.
+    ///   - turnsPerRound: How many turns each client has per round and server.
+    /// - Returns: The figures.
+    /// - Throws: When a server cannot start or a request fails.
+    private static func compare(label: String, concurrency: Int, turn: Int, turnsPerRound: Int) async throws
+        -> [BenchResult]
+    {
         var servers = [try await BenchServer.localServer()]
         if let nginx = try await BenchServer.nginx() {
             servers.append(nginx)
@@ -148,18 +164,26 @@ enum RequestBenchmarks {
                 var rawLatencies: [Double] = []
                 var handlerLatencies: [Double] = []
                 var immediateLatencies: [Double] = []
-                for block in 0..<blocksPerRound {
-                    // The four clients in turn, the first of them rotating from block to block.
+                // The first request of each worker's turn, which follows the other clients' requests.
+                var sessionFirsts: [Double] = []
+                var rawFirsts: [Double] = []
+                for block in 0..<turnsPerRound {
+                    // The four clients in turn, the first of them rotating from turn to turn.
                     let first = (block + round) % 4
                     for variant in (0..<4).map({ (first + $0) % 4 }) {
                         let request = [
                             contests[index].viaSession, contests[index].viaRaw, contests[index].viaRawHandler,
                             contests[index].viaRawImmediate,
                         ]
-                        let latencies = try await timed(request[variant], times: concurrency, concurrency: concurrency)
+                        let workers = try await timed(request[variant], turn: turn, concurrency: concurrency)
+                        let latencies = workers.flatMap { $0 }
                         switch variant {
-                        case 0: sessionLatencies += latencies
-                        case 1: rawLatencies += latencies
+                        case 0:
+                            sessionLatencies += latencies
+                            sessionFirsts += workers.compactMap(\.first)
+                        case 1:
+                            rawLatencies += latencies
+                            rawFirsts += workers.compactMap(\.first)
                         case 2: handlerLatencies += latencies
                         default: immediateLatencies += latencies
                         }
@@ -172,6 +196,7 @@ enum RequestBenchmarks {
                 contests[index].ratios.append(withRaw / withSession)
                 contests[index].handlerRatios.append(Statistics.median(handlerLatencies) / withSession)
                 contests[index].immediateRatios.append(Statistics.median(immediateLatencies) / withSession)
+                contests[index].firstRatios.append(Statistics.median(rawFirsts) / Statistics.median(sessionFirsts))
                 BenchLog.note(
                     "\(contests[index].prefix).\(label) round \(round + 1)/\(rounds) (\(contests[index].server.name)): "
                         + "median latency UserSession \(BenchLog.rounded(withSession, 1)) µs, raw URLSession "
@@ -198,6 +223,10 @@ enum RequestBenchmarks {
                     name: "\(contest.prefix).ratio.\(label).vs_immediate",
                     value: Statistics.median(contest.immediateRatios),
                     unit: "x (UserSession / raw URLSession with UserSession's delegate queue and a completion handler)"),
+                BenchResult(
+                    name: "\(contest.prefix).ratio.\(label).first",
+                    value: Statistics.median(contest.firstRatios),
+                    unit: "x (the first request of each turn alone: it follows the other clients' requests)"),
                 BenchResult(
                     name: "\(contest.prefix).\(label).session.microseconds", value: Statistics.median(contest.ours),
                     unit: "µs median latency, UserSession (\(contest.server.name))"),
@@ -238,18 +267,18 @@ enum RequestBenchmarks {
         }
     }
 
-    /// Runs `request` `times` times from `concurrency` workers and returns each one's latency in microseconds.
+    /// Runs `request` `turn` times from each of `concurrency` workers, one after another within a worker, and
+    /// returns each worker's latencies in microseconds, in the order sent.
     private static func timed(
         _ request: @escaping @Sendable () async throws -> Void,
-        times: Int,
+        turn: Int,
         concurrency: Int
-    ) async throws -> [Double] {
+    ) async throws -> [[Double]] {
         try await withThrowingTaskGroup(of: [Double].self) { group in
-            for worker in 0..<concurrency {
-                let count = times / concurrency + (worker < times % concurrency ? 1 : 0)
+            for _ in 0..<concurrency {
                 group.addTask {
                     var latencies: [Double] = []
-                    for _ in 0..<count {
+                    for _ in 0..<turn {
                         let start = ContinuousClock.now
                         try await request()
                         latencies.append(Statistics.microseconds(ContinuousClock.now - start))
@@ -257,8 +286,8 @@ enum RequestBenchmarks {
                     return latencies
                 }
             }
-            var all: [Double] = []
-            for try await latencies in group { all += latencies }
+            var all: [[Double]] = []
+            for try await latencies in group { all.append(latencies) }
             return all
         }
     }
