@@ -144,7 +144,7 @@ actor TokenRefresher {
     /// - Throws: `sessionEnded` when the session has ended, and what a refresh throws.
     @discardableResult
     nonisolated func refreshIfExpiring(_ session: UserSession) async throws -> String? {
-        if let token = try freshAccessToken(of: session) { return token }
+        if let fresh = try freshAccessToken(of: session) { return fresh.token }
         _ = try await refresh(session, rejected: nil)
         return nil
     }
@@ -154,18 +154,19 @@ actor TokenRefresher {
     /// every attempt: no async frame and no executor check on that path).
     ///
     /// - Parameter session: The session.
-    /// - Returns: The access token, read under the same lock as the check; `nil` when it is expiring (refresh it).
+    /// - Returns: The access token and the `Authorization` value that carries it, read under the same lock as the
+    ///   check; `nil` when it is expiring (refresh it).
     /// - Throws: `sessionEnded` when the session has ended.
-    nonisolated func freshAccessToken(of session: UserSession) throws -> String? {
+    nonisolated func freshAccessToken(of session: UserSession) throws -> UserSession.Credential? {
         let now = clock.now
-        let current = session.lifetime.withLock { lifetime -> (token: String, expiring: Bool)? in
-            guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { return nil }
+        let current = session.lifetime.withLock { lifetime -> (credential: UserSession.Credential, expiring: Bool)? in
+            guard lifetime.isActive, let credential = lifetime.credential else { return nil }
             // One comparison with the instant worked out when the tokens were set (`expiringFrom(_:)`), and only
             // the token read: copying the `TokenSet` out of the lock would retain and release all its strings.
-            return (token, lifetime.expiringFrom.map { now >= $0 } ?? false)
+            return (credential, lifetime.expiringFrom.map { now >= $0 } ?? false)
         }
         guard let current else { throw SessionError.ended }
-        return current.expiring ? nil : current.token
+        return current.expiring ? nil : current.credential
     }
 
     /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent: the

@@ -42,15 +42,16 @@ extension UserSession {
 
         while true {
             try Task.checkCancellation()
-            // The token read with the expiry check; after a refresh, the one it committed. The check needs no
-            // suspension: only a refresh does.
-            var fresh = try refresher?.freshAccessToken(of: self)
-            if fresh == nil, let refresher { fresh = try await refresher.refreshIfExpiring(self) }
-            guard let token = fresh ?? lifetime.withLock({ $0.isActive ? $0.tokens?.accessToken : nil }) else {
+            // The token read with the expiry check; after a refresh, the one it committed (or a later one). The
+            // check needs no suspension: only a refresh does.
+            let fresh = try refresher?.freshAccessToken(of: self)
+            if fresh == nil, let refresher { try await refresher.refreshIfExpiring(self) }
+            guard let credential = fresh ?? lifetime.withLock({ $0.isActive ? $0.credential : nil }) else {
                 throw SessionError.ended
             }
+            let token = credential.token
             // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
 
             let value: Value
             let response: HTTPURLResponse

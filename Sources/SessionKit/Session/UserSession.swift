@@ -98,6 +98,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// (``TokenRefresher/expiringFrom(_:)``), worked out once when the tokens are set so that the check before
         /// every request is one comparison; `nil` for a token without an expiry, or a session without a refresher.
         private(set) var expiringFrom: ContinuousClock.Instant?
+        /// The access token and the `Authorization` value that carries it, built once when the tokens are set,
+        /// not on every attempt.
+        private(set) var credential: Credential?
         /// The `data(for:)` attempts that have not returned: what `end()` cancels, and the deadlines
         /// ``DeadlineTicker`` holds them to.
         var requests: [Int: InFlight] = [:]
@@ -126,7 +129,14 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         mutating func hold(_ tokens: TokenSet?, expiringFrom: ContinuousClock.Instant?) {
             self.tokens = tokens
             self.expiringFrom = expiringFrom
+            credential = tokens.map { Credential(token: $0.accessToken, authorization: "Bearer \($0.accessToken)") }
         }
+    }
+
+    /// An access token and the `Authorization` header value that sends it.
+    struct Credential {
+        let token: String
+        let authorization: String
     }
 
     /// One `data(for:)` attempt in flight.
