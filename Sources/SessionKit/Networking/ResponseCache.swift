@@ -178,17 +178,18 @@ package final class ResponseCache: Sendable {
     }
 
     /// ``store(_:body:for:requestSentAt:responseReceivedAt:)`` with the request's view the lookup prepared, if it
-    /// prepared one (`nil`: derived here, and only when needed).
+    /// prepared one (`nil`: derived here, and only when needed), and ``mayStore(_:)``'s answer if the caller has it.
     func store(
         _ response: HTTPURLResponse,
         body: Data,
         for request: URLRequest,
         prepared: Request?,
+        storable: Bool? = nil,
         requestSentAt: ContinuousClock.Instant,
         responseReceivedAt: ContinuousClock.Instant
     ) {
         guard response.statusCode != 304 else { return }
-        let storable = Self.isCacheable(status: response.statusCode) && !Self.saysNoStore(response)
+        let storable = storable ?? Self.mayStore(response)
         // A response that may not be stored only replaces what is stored for its request: with nothing stored,
         // it changes nothing, and the request need not even be read.
         guard storable || !isEmpty, let prepared = prepared ?? prepare(request) else { return }
@@ -342,6 +343,13 @@ package final class ResponseCache: Sendable {
             if control.isMalformed { control.noStore = true }
         }
         return (ResponseCacheKey(method: method, url: url), control)
+    }
+
+    /// Whether the cache may store `response` at all: a status it stores, and no `no-store`. `false` decides (the
+    /// response only replaces what is stored for its request); `true` leaves the rest to the entry's own reading
+    /// of every field.
+    static func mayStore(_ response: HTTPURLResponse) -> Bool {
+        isCacheable(status: response.statusCode) && !saysNoStore(response)
     }
 
     /// Whether the response's `Cache-Control` says `no-store`, read from that one field.

@@ -33,7 +33,8 @@ extension UserSession {
         // The token, 401 recovery and retry rules are `sendAuthorized`'s, shared with every other request kind;
         // what is particular to `data(for:)` is the cache, consulted before each attempt and filled after.
         typealias Sent = (
-            data: Data, request: URLRequest, prepared: ResponseCache.Request?, at: ContinuousClock.Instant?
+            data: Data, request: URLRequest, prepared: ResponseCache.Request?, at: ContinuousClock.Instant?,
+            storable: Bool
         )
         let (sent, response) = try await sendAuthorized(request) { outgoing -> AttemptResult<Sent> in
             var outgoing = outgoing
@@ -44,7 +45,7 @@ extension UserSession {
                 prepared = cache.prepare(outgoing)
                 switch prepared.map(cache.lookup) ?? .miss {
                 case .fresh(let cached):
-                    return .result((cached.body, outgoing, nil, nil), cached.response)
+                    return .result((cached.body, outgoing, nil, nil, false), cached.response)
                 case .needsValidation(_, let conditionalHeaders):
                     for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
                 case .miss:
@@ -53,7 +54,7 @@ extension UserSession {
             }
 
             let sentAt = configuration.clock.now
-            let (data, response) = try await send(outgoing)
+            let (data, response, storable) = try await send(outgoing, judgingStorability: cacheable)
             if response.statusCode == 304 && cacheable && !bypassCache {
                 if let refreshed = cache.revalidated(
                     response,
@@ -61,13 +62,13 @@ extension UserSession {
                     requestSentAt: sentAt,
                     responseReceivedAt: configuration.clock.now
                 ) {
-                    return .result((refreshed.body, outgoing, nil, nil), refreshed.response)
+                    return .result((refreshed.body, outgoing, nil, nil, false), refreshed.response)
                 }
                 // The entry was evicted while the request was in flight: ask again, unconditionally.
                 bypassCache = true
                 return .again
             }
-            return .answer((data, outgoing, prepared, sentAt), response, endChecked: true)
+            return .answer((data, outgoing, prepared, sentAt, storable), response, endChecked: true)
         }
 
         guard let sentAt = sent.at else { return (sent.data, response) }
@@ -77,6 +78,7 @@ extension UserSession {
                 body: sent.data,
                 for: sent.request,
                 prepared: sent.prepared,
+                storable: sent.storable,
                 requestSentAt: sentAt,
                 responseReceivedAt: configuration.clock.now
             )
@@ -120,14 +122,25 @@ extension UserSession {
     /// At the deadline the task is cancelled (`cancelWithoutRacingCompletion`, like every cancellation), and
     /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
     /// then it is the cancellation it was).
-    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    ///
+    /// - Parameters:
+    ///   - request: The request, with its `Authorization`.
+    ///   - judgingStorability: Whether to find out if the session's cache may store the answer
+    ///     (``ResponseCache/mayStore(_:)``): in the completion handler, where the response was just read and is
+    ///     still in the processor's cache; after the hop to the caller the same reading cost several times more.
+    /// - Returns: The body, the response, and whether the cache may store it (`false` when not judged).
+    /// - Throws: `TransportFailure` for a failure below HTTP (a timeout as `URLError.timedOut`), `sessionEnded`,
+    ///   or `malformedResponse` for an answer that is not HTTP.
+    private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> (
+        Data, HTTPURLResponse, storable: Bool
+    ) {
         let urlSession = urlSession
         let handle = RequestHandle()
         // Kept with the request's registration, not in the ticker's own list: the ticker checks this session's
         // registry on its ticks (`expireDue(at:)`), so the deadline costs no lock beyond the registration's.
         let deadline = DeadlineTicker.instant(after: configuration.requestTimeout)
         var id: Int?
-        let answered: (Data, URLResponse)
+        let answered: (Data, URLResponse, storable: Bool)
         do {
             answered = try await TaskBridge.run(
                 handle: handle,
@@ -137,7 +150,7 @@ extension UserSession {
                     // Cancelled, so that the session does not keep the task registered (and can be invalidated).
                     urlSession.cancelWithoutRacingCompletion([task])
                 },
-                create: { (answer: TaskAnswer<(Data, URLResponse)>) in
+                create: { (answer: TaskAnswer<(Data, URLResponse, storable: Bool)>) in
                     // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
                     // queue, and every other request's token check, registration and forgetting would wait with it.
                     let task = creation.withLock { open -> URLSessionTask? in
@@ -146,7 +159,10 @@ extension UserSession {
                             if let error {
                                 answer.resume(throwing: TransportFailure(underlying: error, request: request))
                             } else if let response {
-                                answer.resume(returning: (data ?? Data(), response))
+                                let storable =
+                                    judgingStorability
+                                    && (response as? HTTPURLResponse).map(ResponseCache.mayStore) == true
+                                answer.resume(returning: (data ?? Data(), response, storable))
                             } else {
                                 let noResponse = URLError(.badServerResponse)
                                 answer.resume(throwing: TransportFailure(underlying: noResponse, request: request))
@@ -197,7 +213,7 @@ extension UserSession {
         guard let http = answered.1 as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
-        return (answered.0, http)
+        return (answered.0, http, answered.storable)
     }
 }
 
