@@ -73,31 +73,6 @@ import Testing
         }
     }
 
-    /// A session keeps its requests' deadlines itself, and the ticker lets go of it at the first tick that finds
-    /// none in flight: the next request must have the ticker watch it again.
-    @Test func aSessionTheTickerLetGoOfIsHeldToItsNextDeadline() async throws {
-        try await LocalServer.withRunning { server async throws in
-            server.route("/fast") { _ in .json("{}") }
-            server.route("/trickle") { _ in LocalServer.Response.json("{}").failing(with: Self.trickle) }
-            let session = UserSession(
-                account: alice, tokens: tokens("alice"),
-                configuration: UserSession.Configuration(
-                    requestTimeout: .seconds(1), retryPolicy: .never, cacheMaximumBytes: 0))
-            defer { session.end() }
-            _ = try await session.data(for: URLRequest(url: server.url("/fast")))
-            let released = await eventually(within: .seconds(10)) { !DeadlineTicker.shared.isWatching(session) }
-            #expect(released, "the ticker still watches a session with nothing in flight")
-
-            let (result, elapsed) = try await finishes {
-                try await session.data(for: URLRequest(url: server.url("/trickle")))
-            }
-
-            #expect(code(result) == .timedOut, "\(result)")
-            #expect(elapsed >= .milliseconds(900), "ended after \(elapsed), before the deadline")
-            #expect(session.requestsInFlight == 0)
-        }
-    }
-
     @Test func eachAttemptHasADeadlineOfItsOwn() async throws {
         try await LocalServer.withRunning { server async throws in
             server.route("/trickle") { _ in LocalServer.Response.json("{}").failing(with: Self.trickle) }

@@ -12,9 +12,8 @@ import Dispatch
 ///
 /// FoundationNetworking (Linux) does not enforce `timeoutIntervalForResource`, and `timeoutIntervalForRequest` is
 /// an idle timeout: a server that sends one byte a second holds a request for as long as it likes. ``TaskBridge``
-/// registers each exchange that has a deadline, except a session's data requests, whose deadlines the session keeps
-/// in its own registry for the ticker to check (``DeadlineWatched``); when one passes before the exchange is
-/// answered, the ticker expires its handle (``RequestHandle/expire(in:)``: the exchange is cancelled the way that cannot race its completion and
+/// registers each exchange that has a deadline; when it passes before the exchange is answered, the ticker expires
+/// its handle (``RequestHandle/expire(in:)``: the exchange is cancelled the way that cannot race its completion and
 /// marked expired, so that the cancellation it then reports reads as a timeout).
 ///
 /// It measures real time on the system's monotonic clock, never an injected ``SessionClock``: a test that moves
@@ -40,8 +39,6 @@ final class DeadlineTicker: Sendable {
     private struct State {
         /// The first registered handle; each links to the next through its `deadlineNext`.
         var first: RequestHandle?
-        /// What keeps its own deadlines and is checked on every tick (``watch(_:)``).
-        var watched: [ObjectIdentifier: any DeadlineWatched] = [:]
         var ticking = false
     }
 
@@ -57,7 +54,7 @@ final class DeadlineTicker: Sendable {
     ///   - duration: How long the exchange may take from now.
     ///   - canceller: The session that created the exchange's task, through which expiring cancels it.
     func add(_ handle: RequestHandle, after duration: Duration, cancellingThrough canceller: URLSession) {
-        let instant = Self.instant(after: duration)
+        let instant = ContinuousClock.now.advanced(by: min(max(duration, .zero), Self.longest))
         let start = state.withLock { state -> Bool in
             handle.deadline = (instant, canceller)
             handle.deadlineNext = state.first
@@ -68,29 +65,6 @@ final class DeadlineTicker: Sendable {
             return !state.ticking
         }
         if start { scheduleTick() }
-    }
-
-    /// The deadline `duration` from now, on the clock the ticker measures with; a negative duration is now, and
-    /// one beyond a century is a century.
-    static func instant(after duration: Duration) -> ContinuousClock.Instant {
-        ContinuousClock.now.advanced(by: min(max(duration, .zero), longest))
-    }
-
-    /// Checks `source`'s deadlines on every tick from now on, until a tick finds it idle
-    /// (``DeadlineWatched/releaseIfIdle()``). Call it when `source` goes from idle to having an exchange in flight;
-    /// watching it twice is harmless.
-    func watch(_ source: any DeadlineWatched) {
-        let start = state.withLock { state -> Bool in
-            state.watched[ObjectIdentifier(source)] = source
-            defer { state.ticking = true }
-            return !state.ticking
-        }
-        if start { scheduleTick() }
-    }
-
-    /// Whether the ticker checks `source`'s deadlines now.
-    func isWatching(_ source: any DeadlineWatched) -> Bool {
-        state.withLock { $0.watched[ObjectIdentifier(source)] != nil }
     }
 
     /// Forgets `handle`'s deadline once its exchange has its answer; does nothing if it fired or was removed
@@ -121,8 +95,7 @@ final class DeadlineTicker: Sendable {
 
     private func tick() {
         let now = ContinuousClock.now
-        typealias Found = (due: [(RequestHandle, URLSession)], watched: [any DeadlineWatched])
-        let found = state.withLock { state -> Found in
+        let (due, again) = state.withLock { state -> ([(RequestHandle, URLSession)], Bool) in
             var due: [(RequestHandle, URLSession)] = []
             var cursor = state.first
             while let handle = cursor {
@@ -132,36 +105,11 @@ final class DeadlineTicker: Sendable {
                     unlink(handle, from: &state)
                 }
             }
-            return (due, Array(state.watched.values))
-        }
-        for (handle, canceller) in found.due { handle.expire(in: canceller) }
-        for source in found.watched { source.expireDue(at: now) }
-        let again = state.withLock { state -> Bool in
-            // Released under this lock, so that a registration that watches the source again (`watch(_:)`, which
-            // waits for this lock) comes after the release, never before it.
-            for source in found.watched where source.releaseIfIdle() {
-                state.watched[ObjectIdentifier(source)] = nil
-            }
-            // Stops when nothing is left; the next `add` or `watch` starts it again.
-            state.ticking = state.first != nil || !state.watched.isEmpty
-            return state.ticking
+            // Stops when nothing is left; the next `add` starts it again.
+            state.ticking = state.first != nil
+            return (due, state.ticking)
         }
         if again { scheduleTick() }
+        for (handle, canceller) in due { handle.expire(in: canceller) }
     }
-}
-
-/// What keeps the deadlines of its exchanges itself, for ``DeadlineTicker`` to check on its ticks: a
-/// ``UserSession`` keeps each data request's deadline in the registry it keeps it in anyway, so that a request pays
-/// no lock of the ticker's (adding to and removing from the ticker's own list took two, and with them about 1.5 %
-/// of a loopback request's latency).
-protocol DeadlineWatched: AnyObject, Sendable {
-    /// Expires (``RequestHandle/expire(in:)``) every exchange whose deadline is at or before `now`, once.
-    func expireDue(at now: ContinuousClock.Instant)
-
-    /// Stops being watched if no exchange is in flight: atomically with the registrations that would watch it
-    /// again, so that one of them either comes first (and this returns `false`) or sees that it must call
-    /// ``DeadlineTicker/watch(_:)``.
-    ///
-    /// - Returns: Whether it stopped.
-    func releaseIfIdle() -> Bool
 }

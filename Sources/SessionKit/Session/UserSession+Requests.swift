@@ -115,9 +115,9 @@ extension UserSession {
         return RetryAfter.parse(value, now: configuration.clock.wallNow)
     }
 
-    /// Creates one URLSession task, registers it under the lock that guards `isActive` with
-    /// ``Configuration/requestTimeout`` as its deadline, then starts it (``TaskBridge``); an answer is handed back
-    /// only if the session was still active when it came.
+    /// Creates one URLSession task, registers it under the lock that guards `isActive`, then starts it, with
+    /// ``Configuration/requestTimeout`` as its deadline (``TaskBridge``); an answer is handed back only if the session
+    /// was still active when it came.
     ///
     /// At the deadline the task is cancelled (`cancelWithoutRacingCompletion`, like every cancellation), and
     /// the attempt fails with `URLError.timedOut` (unless the session ended or the caller was cancelled meanwhile:
@@ -135,16 +135,16 @@ extension UserSession {
         Data, HTTPURLResponse, storable: Bool
     ) {
         let urlSession = urlSession
-        let handle = RequestHandle()
-        // Kept with the request's registration, not in the ticker's own list: the ticker checks this session's
-        // registry on its ticks (`expireDue(at:)`), so the deadline costs no lock beyond the registration's.
-        let deadline = DeadlineTicker.instant(after: configuration.requestTimeout)
         var id: Int?
         let answered: (Data, URLResponse, storable: Bool)
         do {
             answered = try await TaskBridge.run(
-                handle: handle,
                 cancellingThrough: urlSession,
+                deadline: configuration.requestTimeout,
+                onTimeout: { [self] error in
+                    guard (error as? TransportFailure)?.isCancellation == true, isActive else { return nil }
+                    return TransportFailure(underlying: URLError(.timedOut), request: request)
+                },
                 notStarted: TransportFailure(underlying: URLError(.cancelled)),
                 discardUnstarted: { task in
                     // Cancelled, so that the session does not keep the task registered (and can be invalidated).
@@ -174,20 +174,18 @@ extension UserSession {
                     // Registered under the lock that `end()` flips `isActive` under, as the last check before the
                     // start: either `end()` takes this task with the others and cancels it, or the session had ended
                     // by now and the task is cancelled here, never started.
-                    let registered = lifetime.withLock { lifetime -> (id: Int, watch: Bool)? in
+                    let registered = lifetime.withLock { lifetime -> Int? in
                         guard lifetime.isActive else { return nil }
                         let id = lifetime.nextTaskID
                         lifetime.nextTaskID &+= 1
-                        lifetime.requests[id] = InFlight(task: task, handle: answer.handle, deadline: deadline)
-                        defer { lifetime.watchedForDeadlines = true }
-                        return (id, !lifetime.watchedForDeadlines)
+                        lifetime.requests[id] = task
+                        return id
                     }
                     guard let registered else {
                         urlSession.cancelWithoutRacingCompletion([task])
                         throw SessionError.ended
                     }
-                    if registered.watch { DeadlineTicker.shared.watch(self) }
-                    id = registered.id
+                    id = registered
                     return task
                 }
             )
@@ -196,11 +194,6 @@ extension UserSession {
             // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which a transfer's creation
             // holds while it waits for that queue. After `end()` there is nothing left to forget: it took them all.
             if let id { lifetime.withLock { _ = $0.requests.removeValue(forKey: id) } }
-            // The cancellation the deadline caused reads as a timeout; unless the session ended or the caller was
-            // cancelled meanwhile: then it is the cancellation it was.
-            if (error as? TransportFailure)?.isCancellation == true, handle.hasExpired, !Task.isCancelled, isActive {
-                throw TransportFailure(underlying: URLError(.timedOut), request: request)
-            }
             throw error
         }
         // Forgotten, and the session's end checked, under one lock: a response that arrives after `end()` is never
@@ -214,28 +207,5 @@ extension UserSession {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
         return (answered.0, http, answered.storable)
-    }
-}
-
-extension UserSession: DeadlineWatched {
-    func expireDue(at now: ContinuousClock.Instant) {
-        let due = lifetime.withLock { lifetime -> [RequestHandle] in
-            var due: [RequestHandle] = []
-            for index in lifetime.requests.indices {
-                guard let deadline = lifetime.requests.values[index].deadline, deadline <= now else { continue }
-                lifetime.requests.values[index].deadline = nil
-                due.append(lifetime.requests.values[index].handle)
-            }
-            return due
-        }
-        for handle in due { handle.expire(in: urlSession) }
-    }
-
-    func releaseIfIdle() -> Bool {
-        lifetime.withLock { lifetime in
-            guard lifetime.requests.isEmpty else { return false }
-            lifetime.watchedForDeadlines = false
-            return true
-        }
     }
 }

@@ -101,12 +101,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The access token and the `Authorization` value that carries it, built once when the tokens are set,
         /// not on every attempt.
         private(set) var credential: Credential?
-        /// The `data(for:)` attempts that have not returned: what `end()` cancels, and the deadlines
-        /// ``DeadlineTicker`` holds them to.
-        var requests: [Int: InFlight] = [:]
-        /// Whether ``DeadlineTicker`` checks this session's deadlines on its ticks: from the registration that
-        /// finds it `false` until a tick finds no request in flight (``releaseIfIdle()``).
-        var watchedForDeadlines = false
+        /// The tasks of `data(for:)` calls that have not returned: what `end()` cancels.
+        var requests: [Int: URLSessionTask] = [:]
         var nextTaskID = 0
         /// What runs at the end, by registration number (``addEndHandler(_:)``), so a handler can be removed.
         var endHandlers: [Int: @Sendable () -> Void] = [:]
@@ -137,14 +133,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     struct Credential {
         let token: String
         let authorization: String
-    }
-
-    /// One `data(for:)` attempt in flight.
-    struct InFlight {
-        let task: URLSessionTask
-        let handle: RequestHandle
-        /// When its deadline passes; `nil` once the ticker has expired it.
-        var deadline: ContinuousClock.Instant?
     }
 
     /// What `finish` found when it ended the session.
@@ -327,7 +315,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     @discardableResult
     func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Ending? {
         typealias Ended = (
-            requests: [Int: InFlight], handlers: [Int: @Sendable () -> Void], handoff: URLSession?,
+            requests: [Int: URLSessionTask], handlers: [Int: @Sendable () -> Void], handoff: URLSession?,
             tokens: TokenSet?
         )
         let ended = lifetime.withLock { lifetime -> Ended? in
@@ -353,8 +341,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same few
         // microseconds whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)`
         // checks `isActive` after every answer.
-        urlSession.cancelWithoutRacingCompletion(
-            ended.requests.values.lazy.map(\.task), thenInvalidate: true, closing: creation)
+        urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true, closing: creation)
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
