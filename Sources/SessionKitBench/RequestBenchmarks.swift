@@ -158,7 +158,7 @@ enum RequestBenchmarks {
         for round in 0..<rounds {
             let order = round.isMultiple(of: 2) ? Array(contests.indices) : contests.indices.reversed()
             for index in order {
-                // Short blocks, their order rotating, every request timed on its own: load that comes and goes falls
+                // Short turns, their order rotating, every request timed on its own: load that comes and goes falls
                 // on all alike, and the median of each side ignores the requests another process stalled.
                 var sessionLatencies: [Double] = []
                 var rawLatencies: [Double] = []
@@ -167,9 +167,9 @@ enum RequestBenchmarks {
                 // The first request of each worker's turn, which follows the other clients' requests.
                 var sessionFirsts: [Double] = []
                 var rawFirsts: [Double] = []
-                for block in 0..<turnsPerRound {
+                for turnNumber in 0..<turnsPerRound {
                     // The four clients in turn, the first of them rotating from turn to turn.
-                    let first = (block + round) % 4
+                    let first = (turnNumber + round) % 4
                     for variant in (0..<4).map({ (first + $0) % 4 }) {
                         let request = [
                             contests[index].viaSession, contests[index].viaRaw, contests[index].viaRawHandler,

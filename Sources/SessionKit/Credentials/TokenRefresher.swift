@@ -161,9 +161,9 @@ actor TokenRefresher {
         let now = clock.now
         let current = session.lifetime.withLock { lifetime -> (credential: UserSession.Credential, expiring: Bool)? in
             guard lifetime.isActive, let credential = lifetime.credential else { return nil }
-            // One comparison with the instant worked out when the tokens were set (`expiringFrom(_:)`), and only
-            // the token read: copying the `TokenSet` out of the lock would retain and release all its strings.
-            return (credential, lifetime.expiringFrom.map { now >= $0 } ?? false)
+            // What was worked out when the tokens were held, read in place: copying the `TokenSet` out of the lock
+            // would retain and release all its strings.
+            return (credential, lifetime.isExpiring(at: now))
         }
         guard let current else { throw SessionError.ended }
         return current.expiring ? nil : current.credential
@@ -232,23 +232,23 @@ actor TokenRefresher {
     }
 
     private func refresh(_ session: UserSession, rejected: String?, force: Bool = false) async throws -> String {
+        let now = clock.now
         let held = session.lifetime.withLock { lifetime in
-            lifetime.tokens.map { (tokens: $0, expiringFrom: lifetime.expiringFrom) }
+            lifetime.tokens.map { (tokens: $0, expiring: lifetime.isExpiring(at: now)) }
         }
-        guard !ended.withLock({ $0 }), let (tokens, expiringFrom) = held else {
+        guard !ended.withLock({ $0 }), let (tokens, expiring) = held else {
             throw SessionError.ended
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
         if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
         if let flight = current.withLock({ $0 }) { return try await wait(for: flight, session: session) }
         let proactive = !force && rejected == nil
-        // The instant the per-request check compared with (`expiringFrom(_:)`), not a second reckoning of it.
-        if proactive, !(expiringFrom.map { clock.now >= $0 } ?? false) {
+        // The per-request check's rule (`Lifetime.isExpiring(at:)`), not a second reckoning of it.
+        if proactive, !expiring {
             return tokens.accessToken
         }
 
         // Loop guard: successful refreshes count too.
-        let now = clock.now
         history.removeAll { $0.advanced(by: policy.window) <= now }
         let counts = countsAgainstLoopGuard(tokens, proactive: proactive)
         guard !counts || history.count < policy.maximumRefreshes else {

@@ -92,7 +92,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     struct Lifetime {
         var isActive = true
-        /// The tokens the session holds; set with ``hold(_:expiringFrom:)``, which keeps `expiringFrom` with them.
+        /// The tokens the session holds; set with ``hold(_:refreshedBy:)``, which derives the next two from them.
         private(set) var tokens: TokenSet?
         /// When `tokens`' access token starts to count as expiring: its expiry less the refresher's margin
         /// (``TokenRefresher/expiringFrom(_:)``), worked out once when the tokens are set so that the check before
@@ -121,11 +121,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// When the session last became the app's current one; stored with its record.
         var selectedAt: Date?
 
-        /// Holds `tokens`, and the instant from which their access token counts as expiring.
-        mutating func hold(_ tokens: TokenSet?, expiringFrom: ContinuousClock.Instant?) {
+        /// Holds `tokens`, with what every request needs from them worked out once: the instant their access token
+        /// counts as expiring (by `refresher`'s margin; none without a refresher) and the `Authorization` value.
+        mutating func hold(_ tokens: TokenSet?, refreshedBy refresher: TokenRefresher?) {
             self.tokens = tokens
-            self.expiringFrom = expiringFrom
+            expiringFrom = tokens.flatMap { refresher?.expiringFrom($0) }
             credential = tokens.map { Credential(token: $0.accessToken, authorization: "Bearer \($0.accessToken)") }
+        }
+
+        /// Whether the access token counts as expiring at `now`, and is refreshed before it is sent.
+        func isExpiring(at now: ContinuousClock.Instant) -> Bool {
+            expiringFrom.map { now >= $0 } ?? false
         }
     }
 
@@ -231,7 +237,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         }
         self.refresher = refresher
         var lifetime = Lifetime()
-        lifetime.hold(tokens, expiringFrom: refresher?.expiringFrom(tokens))
+        lifetime.hold(tokens, refreshedBy: refresher)
         self.lifetime = Lock(lifetime)
 
         // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
@@ -323,7 +329,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             whileEnding?(lifetime.tokens?.refreshToken)
             lifetime.isActive = false
             let tokens = lifetime.tokens
-            lifetime.hold(nil, expiringFrom: nil)
+            lifetime.hold(nil, refreshedBy: nil)
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             let requests = lifetime.requests
             lifetime.requests = [:]
@@ -439,7 +445,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             var merged = tokens
             // RFC 6749 §6: a response without a refresh token keeps the old one.
             if merged.refreshToken == nil { merged.refreshToken = lifetime.tokens?.refreshToken }
-            lifetime.hold(merged, expiringFrom: refresher?.expiringFrom(merged))
+            lifetime.hold(merged, refreshedBy: refresher)
             // A sign-out has queued the record's deletion: the tokens serve the session's last requests and its
             // revocation, and are stored nowhere.
             guard !lifetime.credentialWritesSealed else {
@@ -459,7 +465,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
         lifetime.withLock { lifetime -> RefreshCommit in
             guard lifetime.isActive else { return .ended }
-            lifetime.hold(tokens, expiringFrom: refresher?.expiringFrom(tokens))
+            lifetime.hold(tokens, refreshedBy: refresher)
             return .committed(accessToken: tokens.accessToken, write: nil)
         }
     }
