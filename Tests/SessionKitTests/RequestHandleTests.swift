@@ -159,7 +159,7 @@ import Testing
                 let hold = try await WorkQueueHold.take(through: server.url("/quick"), releasingWhen: returned)
                 let request = Task { try await session.data(for: get(server, "/quick")) }
                 // Creating its task: it holds the creation lock, waiting for the held queue.
-                await eventually { session.creation.withLockIfAvailable { _ in } == nil }
+                await eventually { session.creation.withExclusiveLockIfAvailable { _ in } == nil }
                 // On a thread of its own: whatever waited for the held queue would stop it, not the test.
                 Thread {
                     _ = session.tokens
@@ -185,7 +185,7 @@ import Testing
             let endings = try #require(session.urlSession.endings)
             let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
             Thread {
-                session.creation.withLock { _ in
+                session.creation.withSharedLock { _ in
                     holding.signal()
                     release.wait()
                 }
@@ -201,7 +201,7 @@ import Testing
             #expect(!invalidatedMeanwhile, "the URLSession was invalidated while a task was being created")
             release.signal()
             if !invalidatedMeanwhile { await onThreadOfItsOwn { reached.wait() } }
-            #expect(session.creation.withLock { $0 } == false, "a later request could create a task on it")
+            #expect(session.creation.withSharedLock { $0 } == false, "a later request could create a task on it")
         }
 
         /// A session's cancellations wait for FoundationNetworking's work queue off Swift's cooperative pool: with

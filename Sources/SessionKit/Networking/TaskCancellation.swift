@@ -40,14 +40,14 @@ extension URLSession {
     ///     invalidation, after any creation under way, so that no task is created on the invalidated session.
     /// - Precondition: The session's delegate queue is serial (the default when none is given) or immediate.
     func cancelWithoutRacingCompletion<Tasks: Collection & Sendable>(
-        _ tasks: Tasks, thenInvalidate invalidate: Bool = false, closing gate: Lock<Bool>? = nil
+        _ tasks: Tasks, thenInvalidate invalidate: Bool = false, closing gate: SharedLock<Bool>? = nil
     ) where Tasks.Element == URLSessionTask {
         guard !tasks.isEmpty || invalidate else { return }
         if let endings {
             endings.async { [self] in
                 for task in tasks { task.cancel() }
                 if invalidate {
-                    gate?.withLock { $0 = false }
+                    gate?.withExclusiveLock { $0 = false }
                     finishTasksAndInvalidate()
                 }
             }
@@ -61,7 +61,7 @@ extension URLSession {
             for task in tasks { _ = task.priority }
             for task in tasks { _ = task.priority }
             if invalidate {
-                gate?.withLock { $0 = false }
+                gate?.withExclusiveLock { $0 = false }
                 finishTasksAndInvalidate()
             }
         }

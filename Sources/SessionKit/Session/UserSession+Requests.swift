@@ -153,7 +153,7 @@ extension UserSession {
                 create: { (answer: TaskAnswer<(Data, URLResponse, storable: Bool)>) in
                     // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
                     // queue, and every other request's token check, registration and forgetting would wait with it.
-                    let task = creation.withLock { open -> URLSessionTask? in
+                    let task = creation.withSharedLock { open -> URLSessionTask? in
                         guard open else { return nil }
                         return urlSession.dataTask(with: request) { data, response, error in
                             if let error {

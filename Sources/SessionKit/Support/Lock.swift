@@ -10,9 +10,10 @@
 /// ThreadSanitizer cannot observe the hand-over, so it reports races between critical sections of the same
 /// mutex (reproduced with four threads appending to a `Mutex<[Int]>`; Swift 6.3.1). CI runs every suite under
 /// ThreadSanitizer, and a privacy library must be able to tell a real race from that artifact, so SessionKit
-/// and SessionKitTesting use this lock everywhere instead of `Mutex`. It is `@unchecked Sendable`: the state is
-/// read and written only between `pthread_mutex_lock` and `pthread_mutex_unlock`. (The package's other unchecked
-/// state: a `RequestHandle`'s `deadline…` fields, guarded by `DeadlineTicker`'s lock, and the
+/// and SessionKitTesting use this lock everywhere instead of `Mutex` (and ``SharedLock``, a pthread reader-writer
+/// lock, where readers must not wait for each other). It is `@unchecked Sendable`: the state is read and written
+/// only between `pthread_mutex_lock` and `pthread_mutex_unlock`. (The package's other unchecked state: a
+/// `RequestHandle`'s `deadline…` fields, guarded by `DeadlineTicker`'s lock, ``SharedLock``, and the
 /// `ImmediateDelegateQueue` subclass of `OperationQueue`.) It is `package`, not public: it is no part of the API.
 package struct Lock<State: Sendable>: @unchecked Sendable {
     /// The state and its mutex in one allocation. The state is reached through a pointer, so an access pays no
