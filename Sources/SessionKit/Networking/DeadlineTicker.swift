@@ -56,7 +56,7 @@ final class DeadlineTicker: Sendable {
     func add(_ handle: RequestHandle, after duration: Duration, cancellingThrough canceller: URLSession) {
         let instant = ContinuousClock.now.advanced(by: min(max(duration, .zero), Self.longest))
         let start = state.withLock { state -> Bool in
-            handle.deadline = (instant, canceller)
+            handle.deadline = RequestHandle.Deadline(instant: instant, canceller: canceller)
             handle.deadlineNext = state.first
             handle.deadlinePrevious = nil
             state.first?.deadlinePrevious = handle

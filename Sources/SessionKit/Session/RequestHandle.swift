@@ -30,9 +30,17 @@ final class RequestHandle: Sendable {
     // The handle's place among the deadlines `DeadlineTicker` watches: read and written only under the ticker's
     // lock, never this handle's, and stored in the handle, so that registering a deadline allocates nothing.
 
-    /// When the exchange's deadline passes and the session through which the ticker then cancels it; `nil` while
-    /// the handle is not registered.
-    nonisolated(unsafe) var deadline: (instant: ContinuousClock.Instant, canceller: URLSession)?
+    /// When an exchange's deadline passes, and the session through which the ticker then cancels it.
+    ///
+    /// A struct, not a tuple: an optional tuple is tested and moved through the runtime's generic tuple witnesses
+    /// (`tuple_getEnumTagSinglePayload`, seen in a profile of every request's `remove`), a struct inline.
+    struct Deadline {
+        let instant: ContinuousClock.Instant
+        let canceller: URLSession
+    }
+
+    /// The exchange's deadline; `nil` while the handle is not registered.
+    nonisolated(unsafe) var deadline: Deadline?
     /// The next registered handle.
     nonisolated(unsafe) var deadlineNext: RequestHandle?
     /// The previous registered handle; unowned, since that one keeps this one alive through its `deadlineNext`.

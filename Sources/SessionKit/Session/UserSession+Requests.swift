@@ -32,10 +32,6 @@ extension UserSession {
 
         // The token, 401 recovery and retry rules are `sendAuthorized`'s, shared with every other request kind;
         // what is particular to `data(for:)` is the cache, consulted before each attempt and filled after.
-        typealias Sent = (
-            data: Data, request: URLRequest, prepared: ResponseCache.Request?, at: ContinuousClock.Instant?,
-            storable: Bool
-        )
         let (sent, response) = try await sendAuthorized(request) { outgoing -> AttemptResult<Sent> in
             var outgoing = outgoing
             // The cache's view of the request, derived once for the lookup and the store, and only when one of
@@ -45,7 +41,7 @@ extension UserSession {
                 prepared = cache.prepare(outgoing)
                 switch prepared.map(cache.lookup) ?? .miss {
                 case .fresh(let cached):
-                    return .result((cached.body, outgoing, nil, nil, false), cached.response)
+                    return .result(Sent(data: cached.body, request: outgoing), cached.response)
                 case .needsValidation(_, let conditionalHeaders):
                     for (name, value) in conditionalHeaders { outgoing.setValue(value, forHTTPHeaderField: name) }
                 case .miss:
@@ -54,7 +50,8 @@ extension UserSession {
             }
 
             let sentAt = configuration.clock.now
-            let (data, response, storable) = try await send(outgoing, judgingStorability: cacheable)
+            let answer = try await send(outgoing, judgingStorability: cacheable)
+            let response = answer.response
             if response.statusCode == 304 && cacheable && !bypassCache {
                 if let refreshed = cache.revalidated(
                     response,
@@ -62,13 +59,15 @@ extension UserSession {
                     requestSentAt: sentAt,
                     responseReceivedAt: configuration.clock.now
                 ) {
-                    return .result((refreshed.body, outgoing, nil, nil, false), refreshed.response)
+                    return .result(Sent(data: refreshed.body, request: outgoing), refreshed.response)
                 }
                 // The entry was evicted while the request was in flight: ask again, unconditionally.
                 bypassCache = true
                 return .again
             }
-            return .answer((data, outgoing, prepared, sentAt, storable), response, endChecked: true)
+            return .answer(
+                Sent(data: answer.data, request: outgoing, prepared: prepared, at: sentAt, storable: answer.storable),
+                response, endChecked: true)
         }
 
         guard let sentAt = sent.at else { return (sent.data, response) }
@@ -131,12 +130,10 @@ extension UserSession {
     /// - Returns: The body, the response, and whether the cache may store it (`false` when not judged).
     /// - Throws: `TransportFailure` for a failure below HTTP (a timeout as `URLError.timedOut`), `sessionEnded`,
     ///   or `malformedResponse` for an answer that is not HTTP.
-    private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> (
-        Data, HTTPURLResponse, storable: Bool
-    ) {
+    private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> Answer {
         let urlSession = urlSession
         var id: Int?
-        let answered: (Data, URLResponse, storable: Bool)
+        let answered: Completion
         do {
             answered = try await TaskBridge.run(
                 cancellingThrough: urlSession,
@@ -150,7 +147,7 @@ extension UserSession {
                     // Cancelled, so that the session does not keep the task registered (and can be invalidated).
                     urlSession.cancelWithoutRacingCompletion([task])
                 },
-                create: { (answer: TaskAnswer<(Data, URLResponse, storable: Bool)>) in
+                create: { (answer: TaskAnswer<Completion>) in
                     // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
                     // queue, and every other request's token check, registration and forgetting would wait with it.
                     let task = creation.withSharedLock { open -> URLSessionTask? in
@@ -162,7 +159,8 @@ extension UserSession {
                                 let storable =
                                     judgingStorability
                                     && (response as? HTTPURLResponse).map(ResponseCache.mayStore) == true
-                                answer.resume(returning: (data ?? Data(), response, storable))
+                                answer.resume(
+                                    returning: Completion(data: data ?? Data(), response: response, storable: storable))
                             } else {
                                 let noResponse = URLError(.badServerResponse)
                                 answer.resume(throwing: TransportFailure(underlying: noResponse, request: request))
@@ -203,9 +201,37 @@ extension UserSession {
             return lifetime.isActive
         }
         guard active else { throw SessionError.ended }
-        guard let http = answered.1 as? HTTPURLResponse else {
+        guard let http = answered.response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
-        return (answered.0, http, answered.storable)
+        return Answer(data: answered.data, response: http, storable: answered.storable)
     }
+}
+
+// Structs, not tuples, for the values a request hands from step to step: a tuple is moved and tested in generic
+// code (the continuation, the attempt's result) through the runtime's tuple witnesses and metadata, which a profile
+// of every request showed; a struct's are the compiler's own.
+
+/// What one data task's completion handler answers: the body, the response, and whether the cache may store it.
+private struct Completion: Sendable {
+    let data: Data
+    let response: URLResponse
+    let storable: Bool
+}
+
+/// What `send(_:judgingStorability:)` returns: `Completion` with its response checked to be HTTP.
+private struct Answer {
+    let data: Data
+    let response: HTTPURLResponse
+    let storable: Bool
+}
+
+/// What an attempt of `data(for:)` hands back: the body, the request as sent, and what storing the
+/// answer in the cache needs (`at` is `nil` for an answer the cache gave, which is not stored again).
+private struct Sent {
+    let data: Data
+    let request: URLRequest
+    var prepared: ResponseCache.Request?
+    var at: ContinuousClock.Instant?
+    var storable = false
 }
