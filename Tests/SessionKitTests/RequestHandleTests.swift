@@ -175,6 +175,30 @@ import Testing
             }
         }
 
+        /// Callers learn of `end()` without waiting for FoundationNetworking to stop their transfers: stopping them
+        /// waits for its work queue once per task (a second to minutes with 1,000 in flight), so `end()` answers every
+        /// caller with `sessionEnded` first. With every URLSession's work queue held, a request held at the server
+        /// throws `sessionEnded` at once after `end()`; its task is cancelled once the queue is let go, and the
+        /// server's answer, when it comes, is dropped.
+        @Test func callersLearnOfTheEndWithoutWaitingForFoundationNetworking() async throws {
+            let gate = Gate()
+            try await LocalServer.withRunning { server async throws in
+                routeHeldAndQuick(server, gate)
+                let session = UserSession(account: alice, tokens: tokens("alice"))
+                let request = Task { try await session.data(for: get(server, "/held")) }
+                await gate.waitForArrivals(1)
+                let answered = DispatchSemaphore(value: 0)
+                let hold = try await WorkQueueHold.take(through: server.url("/quick"), releasingWhen: answered)
+                #expect(session.end() == 1)
+                let error = await #expect(throws: SessionError.self) { try await request.value }
+                answered.signal()
+                #expect(error?.code == .sessionEnded)
+                #expect(await !hold.eventWaitedForTheQueue, "the caller waited for FoundationNetworking's work queue")
+                gate.open()
+                #expect(session.requestsInFlight == 0)
+            }
+        }
+
         /// FoundationNetworking stops the process when a task is created on an invalidated URLSession, and a request
         /// creates its task under the session's `creation` lock, not the lock `end()` takes: so the invalidation
         /// `end()` queues waits for a creation under way, and no task is created after it. With the creation lock

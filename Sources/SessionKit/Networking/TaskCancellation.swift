@@ -38,13 +38,17 @@ extension URLSession {
     ///     (its owner checks that before creating one), or `gate` must be given; the cancelled tasks finish first.
     ///   - gate: Held by the session's owner while it creates a task and checked there: lowered just before the
     ///     invalidation, after any creation under way, so that no task is created on the invalidated session.
+    ///   - first: Runs on the same queue before any cancellation (answering the tasks' callers, say); it must not
+    ///     wait for the session's work queue.
     /// - Precondition: The session's delegate queue is serial (the default when none is given) or immediate.
     func cancelWithoutRacingCompletion<Tasks: Collection & Sendable>(
-        _ tasks: Tasks, thenInvalidate invalidate: Bool = false, closing gate: SharedLock<Bool>? = nil
+        _ tasks: Tasks, thenInvalidate invalidate: Bool = false, closing gate: SharedLock<Bool>? = nil,
+        first: (@Sendable () -> Void)? = nil
     ) where Tasks.Element == URLSessionTask {
         guard !tasks.isEmpty || invalidate else { return }
         if let endings {
             endings.async { [self] in
+                first?()
                 for task in tasks { task.cancel() }
                 if invalidate {
                     gate?.withExclusiveLock { $0 = false }
@@ -55,6 +59,7 @@ extension URLSession {
         }
         precondition(delegateQueue.maxConcurrentOperationCount == 1, "the delegate queue must be serial")
         delegateQueue.addOperation { [self] in
+            first?()
             for task in tasks { task.cancel() }
             // Each read waits until the task's work queue has run everything queued before it: the first pass the
             // first hop of each cancellation, the second pass the second hop, which the first hop queued.

@@ -133,7 +133,7 @@ extension UserSession {
     private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> Answer {
         let urlSession = urlSession
         var id: Int?
-        let answered: Completion
+        let answered: DataCompletion
         do {
             answered = try await TaskBridge.run(
                 cancellingThrough: urlSession,
@@ -147,7 +147,7 @@ extension UserSession {
                     // Cancelled, so that the session does not keep the task registered (and can be invalidated).
                     urlSession.cancelWithoutRacingCompletion([task])
                 },
-                create: { (answer: TaskAnswer<Completion>) in
+                create: { (answer: TaskAnswer<DataCompletion>) in
                     // Created under `creation`, not the lifetime lock: creating waits for FoundationNetworking's work
                     // queue, and every other request's token check, registration and forgetting would wait with it.
                     let task = creation.withSharedLock { open -> URLSessionTask? in
@@ -160,7 +160,7 @@ extension UserSession {
                                     judgingStorability
                                     && (response as? HTTPURLResponse).map(ResponseCache.mayStore) == true
                                 answer.resume(
-                                    returning: Completion(data: data ?? Data(), response: response, storable: storable))
+                                    returning: DataCompletion(data: data ?? Data(), response: response, storable: storable))
                             } else {
                                 let noResponse = URLError(.badServerResponse)
                                 answer.resume(throwing: TransportFailure(underlying: noResponse, request: request))
@@ -176,7 +176,7 @@ extension UserSession {
                         guard lifetime.isActive else { return nil }
                         let id = lifetime.nextTaskID
                         lifetime.nextTaskID &+= 1
-                        lifetime.requests[id] = task
+                        lifetime.requests[id] = InFlightRequest(task: task, answer: answer)
                         return id
                     }
                     guard let registered else {
@@ -212,14 +212,21 @@ extension UserSession {
 // code (the continuation, the attempt's result) through the runtime's tuple witnesses and metadata, which a profile
 // of every request showed; a struct's are the compiler's own.
 
+/// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
+/// right to answer its caller, for `end()` to answer first.
+struct InFlightRequest: Sendable {
+    let task: URLSessionTask
+    let answer: TaskAnswer<DataCompletion>
+}
+
 /// What one data task's completion handler answers: the body, the response, and whether the cache may store it.
-private struct Completion: Sendable {
+struct DataCompletion: Sendable {
     let data: Data
     let response: URLResponse
     let storable: Bool
 }
 
-/// What `send(_:judgingStorability:)` returns: `Completion` with its response checked to be HTTP.
+/// What `send(_:judgingStorability:)` returns: `DataCompletion` with its response checked to be HTTP.
 private struct Answer {
     let data: Data
     let response: HTTPURLResponse

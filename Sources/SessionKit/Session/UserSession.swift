@@ -101,8 +101,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The access token and the `Authorization` value that carries it, built once when the tokens are set,
         /// not on every attempt.
         private(set) var credential: Credential?
-        /// The tasks of `data(for:)` calls that have not returned: what `end()` cancels.
-        var requests: [Int: URLSessionTask] = [:]
+        /// The `data(for:)` calls that have not returned: what `end()` answers and cancels.
+        var requests: [Int: InFlightRequest] = [:]
         var nextTaskID = 0
         /// What runs at the end, by registration number (``addEndHandler(_:)``), so a handler can be removed.
         var endHandlers: [Int: @Sendable () -> Void] = [:]
@@ -298,8 +298,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// `URLSession`, drops the cache and cookies, forgets the tokens and stops the refresher.
     ///
     /// Idempotent: only the first call does anything. It returns without waiting for the cancelled requests;
-    /// each of them throws ``SessionError/Code/sessionEnded``. Its duration does not grow with the number of
-    /// requests in flight: the URLSession calls that stop their transfers run on a background queue.
+    /// each `data(for:)` call in flight throws ``SessionError/Code/sessionEnded`` at once, on a background queue,
+    /// before FoundationNetworking has stopped its transfer (which, with many in flight on Linux, can take seconds).
+    /// Its duration does not grow with the number of requests in flight: the URLSession calls that stop their
+    /// transfers run on that background queue too.
     ///
     /// - Returns: How many requests were in flight and cancelled (0 for calls after the first).
     /// - Important: Once `end()` returns, the session starts no request (one that had not passed its start when
@@ -324,7 +326,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     @discardableResult
     func finish(refreshError: SessionError?, whileEnding: ((String?) -> Void)? = nil) -> Ending? {
         typealias Ended = (
-            requests: [Int: URLSessionTask], handlers: [Int: @Sendable () -> Void], handoff: URLSession?,
+            requests: [Int: InFlightRequest], handlers: [Int: @Sendable () -> Void], handoff: URLSession?,
             tokens: TokenSet?
         )
         let ended = lifetime.withLock { lifetime -> Ended? in
@@ -346,11 +348,16 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // other request `end()` took, without waiting for it.
         admitsStarts.withLock { $0 = false }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
-        // before it: with 1,000 requests in flight that is about a second on Linux. It runs on another queue (the
-        // session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same few
-        // microseconds whatever is in flight. A response that still arrives meanwhile is dropped: `data(for:)`
-        // checks `isActive` after every answer.
-        urlSession.cancelWithoutRacingCompletion(ended.requests.values, thenInvalidate: true, closing: creation)
+        // before it: with 1,000 requests in flight that is a second to minutes on Linux. It runs on another queue
+        // (the session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same few
+        // microseconds whatever is in flight. On that queue, before any cancellation, every caller is answered
+        // with `sessionEnded`: callers learn of the end without waiting for FoundationNetworking to stop their
+        // transfers. A response that still arrives meanwhile is dropped: the call was answered already, and
+        // `data(for:)` checks `isActive` after every answer anyway.
+        let requests = ended.requests
+        urlSession.cancelWithoutRacingCompletion(
+            requests.values.lazy.map(\.task), thenInvalidate: true, closing: creation,
+            first: { for request in requests.values { request.answer.resume(throwing: SessionError.ended) } })
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
