@@ -160,7 +160,8 @@ extension UserSession {
                                     judgingStorability
                                     && (response as? HTTPURLResponse).map(ResponseCache.mayStore) == true
                                 answer.resume(
-                                    returning: DataCompletion(data: data ?? Data(), response: response, storable: storable))
+                                    returning: DataCompletion(
+                                        data: data ?? Data(), response: response, storable: storable))
                             } else {
                                 let noResponse = URLError(.badServerResponse)
                                 answer.resume(throwing: TransportFailure(underlying: noResponse, request: request))
