@@ -39,7 +39,7 @@ import Testing
                 return .json("{}")
             }
             let urlSession = URLSession(configuration: .ephemeral)
-            defer { urlSession.cancelWithoutRacingCompletion([], thenInvalidate: true) }
+            defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
             let handle = RequestHandle()
             let (outcomes, outcome) = AsyncStream.makeStream(of: URLError.Code?.self)
             let task = urlSession.dataTask(with: server.url("/held")) { _, _, error in

@@ -177,7 +177,7 @@ extension UserSession {
                         guard lifetime.isActive else { return nil }
                         let id = lifetime.nextTaskID
                         lifetime.nextTaskID &+= 1
-                        lifetime.requests[id] = InFlightRequest(task: task, answer: answer)
+                        lifetime.requests[id] = InFlightRequest(sessionTask: task, answer: answer)
                         return id
                     }
                     guard let registered else {
@@ -215,8 +215,8 @@ extension UserSession {
 
 /// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
 /// right to answer its caller, for `end()` to answer first.
-struct InFlightRequest: Sendable {
-    let task: URLSessionTask
+struct InFlightRequest: Sendable, CarriesSessionTask {
+    let sessionTask: URLSessionTask
     let answer: TaskAnswer<DataCompletion>
 }
 

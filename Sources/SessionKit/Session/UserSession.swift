@@ -356,7 +356,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // `data(for:)` checks `isActive` after every answer anyway.
         let requests = ended.requests
         urlSession.cancelWithoutRacingCompletion(
-            requests.values.lazy.map(\.task), thenInvalidate: true, closing: creation,
+            requests.values, thenInvalidate: true, closing: creation,
             first: { for request in requests.values { request.answer.resume(throwing: SessionError.ended) } })
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
