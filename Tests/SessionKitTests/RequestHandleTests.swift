@@ -211,7 +211,9 @@ import Testing
             Thread {
                 session.creation.withSharedLock { _ in
                     holding.signal()
-                    release.wait()
+                    // Bounded, so that an `end()` that waits for this creation on the test's own thread (mutant 84)
+                    // fails the test by name instead of hanging it.
+                    _ = release.wait(timeout: .now() + .seconds(5))
                 }
             }.start()
             await onThreadOfItsOwn { holding.wait() }
