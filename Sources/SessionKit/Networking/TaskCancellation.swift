@@ -36,8 +36,9 @@ extension URLSession {
     ///   - tasks: The tasks to cancel; a task that already finished is left as it is.
     ///   - invalidate: Whether to invalidate the session afterwards. The session must already refuse new tasks
     ///     (its owner checks that before creating one), or `gate` must be given; the cancelled tasks finish first.
-    ///   - gate: Held by the session's owner while it creates a task and checked there: lowered just before the
-    ///     invalidation, after any creation under way, so that no task is created on the invalidated session.
+    ///   - gate: Held for reading by the session's owner while it creates a task, and checked there: lowered (held
+    ///     for writing) just before the invalidation, after every creation under way, so that no task is created on
+    ///     the invalidated session.
     ///   - first: Runs on the same queue before any cancellation (answering the tasks' callers, say); it must not
     ///     wait for the session's work queue.
     /// - Precondition: The session's delegate queue is serial (the default when none is given) or immediate.

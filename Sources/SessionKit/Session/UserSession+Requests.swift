@@ -50,8 +50,7 @@ extension UserSession {
             }
 
             let sentAt = configuration.clock.now
-            let answer = try await send(outgoing, judgingStorability: cacheable)
-            let response = answer.response
+            let (answer, response) = try await send(outgoing, judgingStorability: cacheable)
             if response.statusCode == 304 && cacheable && !bypassCache {
                 if let refreshed = cache.revalidated(
                     response,
@@ -127,10 +126,13 @@ extension UserSession {
     ///   - judgingStorability: Whether to find out if the session's cache may store the answer
     ///     (``ResponseCache/mayStore(_:)``): in the completion handler, where the response was just read and is
     ///     still in the processor's cache; after the hop to the caller the same reading cost several times more.
-    /// - Returns: The body, the response, and whether the cache may store it (`false` when not judged).
+    /// - Returns: What the completion handler answered (the body, and whether the cache may store the answer,
+    ///   `false` when not judged), and its response, checked to be HTTP.
     /// - Throws: `TransportFailure` for a failure below HTTP (a timeout as `URLError.timedOut`), `sessionEnded`,
     ///   or `malformedResponse` for an answer that is not HTTP.
-    private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> Answer {
+    private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> (
+        DataCompletion, HTTPURLResponse
+    ) {
         let urlSession = urlSession
         var id: Int?
         let answered: DataCompletion
@@ -205,13 +207,13 @@ extension UserSession {
         guard let http = answered.response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
-        return Answer(data: answered.data, response: http, storable: answered.storable)
+        return (answered, http)
     }
 }
 
-// Structs, not tuples, for the values a request hands from step to step: a tuple is moved and tested in generic
-// code (the continuation, the attempt's result) through the runtime's tuple witnesses and metadata, which a profile
-// of every request showed; a struct's are the compiler's own.
+// Structs, not tuples, for the values a request hands through generic code (the continuation, the attempt's
+// result): there a tuple is moved and tested through the runtime's tuple witnesses and metadata, which a profile of
+// every request showed; a struct's are the compiler's own. `send` returns a plain tuple: nothing generic moves it.
 
 /// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
 /// right to answer its caller, for `end()` to answer first.
@@ -224,13 +226,6 @@ struct InFlightRequest: Sendable, CarriesSessionTask {
 struct DataCompletion: Sendable {
     let data: Data
     let response: URLResponse
-    let storable: Bool
-}
-
-/// What `send(_:judgingStorability:)` returns: `DataCompletion` with its response checked to be HTTP.
-private struct Answer {
-    let data: Data
-    let response: HTTPURLResponse
     let storable: Bool
 }
 
