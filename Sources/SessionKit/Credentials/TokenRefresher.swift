@@ -102,6 +102,9 @@ actor TokenRefresher {
     /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
     nonisolated var callersWaitingForFlight: Int { current.withLock { $0?.result.waiterCount ?? 0 } }
     private nonisolated let ended = Lock<Bool>(false)
+    /// Tests only: runs inside a refresh between its two reads of the refresher's state (the flight in progress and
+    /// the session's tokens), so that a test can finish a flight in exactly that window. `nil` everywhere else.
+    nonisolated let betweenReads = Lock<(@Sendable () -> Void)?>(nil)
     private var history: [ContinuousClock.Instant] = []
 
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
@@ -233,6 +236,12 @@ actor TokenRefresher {
 
     private func refresh(_ session: UserSession, rejected: String?, force: Bool = false) async throws -> String {
         let now = clock.now
+        // The flight first, then the tokens. A flight commits its tokens before it leaves `current`, so tokens read
+        // after finding no flight are those of the last flight or newer. The other way round, a flight that
+        // committed and left between the two reads left this call holding the refresh token that flight had just
+        // presented, and it presented it again: a server with reuse detection (RFC 9700 §4.14.2) revokes the grant.
+        let inFlight = current.withLock { $0 }
+        betweenReads.withLock { $0 }?()
         let held = session.lifetime.withLock { lifetime in
             lifetime.tokens.map { (tokens: $0, expiring: lifetime.isExpiring(at: now)) }
         }
@@ -241,7 +250,7 @@ actor TokenRefresher {
         }
         // The request was sent with a token that has since been replaced: replay with the current one.
         if let rejected, tokens.accessToken != rejected { return tokens.accessToken }
-        if let flight = current.withLock({ $0 }) { return try await wait(for: flight, session: session) }
+        if let flight = inFlight { return try await wait(for: flight, session: session) }
         let proactive = !force && rejected == nil
         // The per-request check's rule (`Lifetime.isExpiring(at:)`), not a second reckoning of it.
         if proactive, !expiring {
