@@ -54,7 +54,7 @@ enum TaskBridge {
         create: (TaskAnswer<Value>) throws -> URLSessionTask
     ) async throws -> Value {
         guard let canceller else {
-            return try await withCheckedThrowingContinuation { continuation in
+            return try await withUnsafeThrowingContinuation { continuation in
                 start(TaskAnswer(handle, continuation), nil, admits, notStarted, discardUnstarted, create)
             }
         }
@@ -62,7 +62,7 @@ enum TaskBridge {
         defer { if deadline != nil { DeadlineTicker.shared.remove(handle) } }
         do {
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
+                try await withUnsafeThrowingContinuation { continuation in
                     start(TaskAnswer(handle, continuation), canceller, admits, notStarted, discardUnstarted, create)
                 }
             } onCancel: {
@@ -111,12 +111,19 @@ enum TaskBridge {
 }
 
 /// The right to answer one ``TaskBridge`` call: whoever resumes first wins.
+///
+/// The continuation is an `UnsafeContinuation`, not a checked one. A second resume is ruled out here, by
+/// ``RequestHandle/claimAnswer()`` before every resume, so the checked continuation's guard would only cost an
+/// object allocated and released per request, and, since its layout is known only inside the concurrency library,
+/// every copy of this struct (and of the registry entries that hold it) would go through the runtime's value
+/// witnesses. That every call is answered is what the bridge's paths guarantee (the completion handler, the path
+/// for a task that never started, `end()`'s early answer), and what the tests, each under a time limit, check.
 struct TaskAnswer<Value: Sendable>: Sendable {
     /// The task's start and cancellation state.
     let handle: RequestHandle
-    private let continuation: CheckedContinuation<Value, any Error>
+    private let continuation: UnsafeContinuation<Value, any Error>
 
-    fileprivate init(_ handle: RequestHandle, _ continuation: CheckedContinuation<Value, any Error>) {
+    fileprivate init(_ handle: RequestHandle, _ continuation: UnsafeContinuation<Value, any Error>) {
         self.handle = handle
         self.continuation = continuation
     }

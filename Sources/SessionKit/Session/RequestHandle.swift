@@ -35,7 +35,9 @@ final class RequestHandle: Sendable {
     /// A struct, not a tuple: an optional tuple is tested and moved through the runtime's generic tuple witnesses
     /// (`tuple_getEnumTagSinglePayload`, seen in a profile of every request's `remove`), a struct inline.
     struct Deadline {
-        let instant: ContinuousClock.Instant
+        /// When it passes: the time since the ticker's origin (`DeadlineTicker.origin`), a `Duration` for its fixed
+        /// layout.
+        let at: Duration
         let canceller: URLSession
     }
 
