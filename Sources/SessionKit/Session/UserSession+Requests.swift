@@ -65,7 +65,9 @@ extension UserSession {
                 return .again
             }
             return .answer(
-                Sent(data: answer.data, request: outgoing, prepared: prepared, at: sentAt, storable: answer.storable),
+                Sent(
+                    data: answer.data, request: outgoing, prepared: prepared, at: StoredInstant(sentAt),
+                    storable: answer.storable),
                 response, endChecked: true)
         }
 
@@ -77,7 +79,7 @@ extension UserSession {
                 for: sent.request,
                 prepared: sent.prepared,
                 storable: sent.storable,
-                requestSentAt: sentAt,
+                requestSentAt: sentAt.instant,
                 responseReceivedAt: configuration.clock.now
             )
         } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
@@ -235,6 +237,6 @@ private struct Sent {
     let data: Data
     let request: URLRequest
     var prepared: ResponseCache.Request?
-    var at: ContinuousClock.Instant?
+    var at: StoredInstant?
     var storable = false
 }
