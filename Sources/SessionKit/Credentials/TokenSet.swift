@@ -22,13 +22,7 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     /// The lifetime the server granted, when it said (`expires_in`).
     public var lifetime: Duration?
     /// When the access token expires on the local monotonic clock, or `nil` when the server gave no lifetime.
-    public var expiresAt: ContinuousClock.Instant? {
-        get { expiry?.instant }
-        set { expiry = newValue.map(StoredInstant.init) }
-    }
-    /// ``expiresAt``, stored with a fixed layout: a session's lock holds its tokens, and with an instant in them it
-    /// found its other fields through the runtime on every request.
-    private var expiry: StoredInstant?
+    public var expiresAt: ContinuousClock.Instant?
     /// The wall-clock time the response was received, kept only to restore a stored access token after restart.
     public var receivedAt: Date
 
@@ -59,7 +53,7 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
         self.scope = scope
         self.tokenType = tokenType
         self.lifetime = lifetime
-        self.expiry = lifetime.map { StoredInstant(receivedAt.advanced(by: $0)) }
+        self.expiresAt = lifetime.map { receivedAt.advanced(by: $0) }
         self.receivedAt = receivedAtWall
     }
 

@@ -35,9 +35,9 @@ final class RequestHandle: Sendable {
     /// A struct, not a tuple: an optional tuple is tested and moved through the runtime's generic tuple witnesses
     /// (`tuple_getEnumTagSinglePayload`, seen in a profile of every request's `remove`), a struct inline.
     struct Deadline {
-        /// When it passes, stored with a fixed layout (``StoredInstant``), so that the ticker's `nil` tests and copies
-        /// of it are the compiler's own.
-        let at: StoredInstant
+        /// When it passes: the time since the ticker's origin (`DeadlineTicker.origin`), a `Duration` for its fixed
+        /// layout.
+        let at: Duration
         let canceller: URLSession
     }
 

@@ -65,9 +65,7 @@ extension UserSession {
                 return .again
             }
             return .answer(
-                Sent(
-                    data: answer.data, request: outgoing, prepared: prepared, at: StoredInstant(sentAt),
-                    storable: answer.storable),
+                Sent(data: answer.data, request: outgoing, prepared: prepared, at: sentAt, storable: answer.storable),
                 response, endChecked: true)
         }
 
@@ -79,7 +77,7 @@ extension UserSession {
                 for: sent.request,
                 prepared: sent.prepared,
                 storable: sent.storable,
-                requestSentAt: sentAt.instant,
+                requestSentAt: sentAt,
                 responseReceivedAt: configuration.clock.now
             )
         } else if !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), response.statusCode < 400 {
@@ -237,6 +235,6 @@ private struct Sent {
     let data: Data
     let request: URLRequest
     var prepared: ResponseCache.Request?
-    var at: StoredInstant?
+    var at: ContinuousClock.Instant?
     var storable = false
 }

@@ -97,7 +97,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// When `tokens`' access token starts to count as expiring: its expiry less the refresher's margin
         /// (``TokenRefresher/expiringFrom(_:)``), worked out once when the tokens are set so that the check before
         /// every request is one comparison; `nil` for a token without an expiry, or a session without a refresher.
-        private(set) var expiringFrom: StoredInstant?
+        private(set) var expiringFrom: ContinuousClock.Instant?
         /// The access token and the `Authorization` value that carries it, built once when the tokens are set,
         /// not on every attempt.
         private(set) var credential: Credential?
@@ -125,13 +125,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// counts as expiring (by `refresher`'s margin; none without a refresher) and the `Authorization` value.
         mutating func hold(_ tokens: TokenSet?, refreshedBy refresher: TokenRefresher?) {
             self.tokens = tokens
-            expiringFrom = tokens.flatMap { refresher?.expiringFrom($0) }.map(StoredInstant.init)
+            expiringFrom = tokens.flatMap { refresher?.expiringFrom($0) }
             credential = tokens.map { Credential(token: $0.accessToken, authorization: "Bearer \($0.accessToken)") }
         }
 
         /// Whether the access token counts as expiring at `now`, and is refreshed before it is sent.
         func isExpiring(at now: ContinuousClock.Instant) -> Bool {
-            expiringFrom.map { StoredInstant(now) >= $0 } ?? false
+            expiringFrom.map { now >= $0 } ?? false
         }
     }
 
