@@ -37,9 +37,9 @@ final class DeadlineTicker: Sendable {
     static let shared = DeadlineTicker()
 
     /// The instant deadlines are counted from. A deadline is kept as the `Duration` since then, not as a
-    /// `ContinuousClock.Instant`: `Duration` has a fixed layout, the instant's is known only inside the standard
-    /// library, so every copy and `nil` test of an optional deadline holding one went through the runtime's value
-    /// witnesses (seen in callgrind on every request's `remove`).
+    /// `ContinuousClock.Instant`: `Duration` has a fixed layout, while the instant's is known only inside Swift's
+    /// concurrency library, so every copy and `nil` test of an optional deadline holding one went through the
+    /// runtime's value witnesses (seen in callgrind on every request's `remove`).
     private static let origin = ContinuousClock.now
 
     /// The time since ``origin``, on the continuous clock.
