@@ -61,7 +61,7 @@ import Testing
     /// A refresh needed just as the one in flight finishes: the flight commits its tokens and leaves, and the new
     /// call must see those tokens, not present the refresh token the flight just used (which a server with reuse
     /// detection answers by revoking the grant). The window is a few instructions wide, between the refresher's
-    /// two reads; the interleaving test hit it about once in 18,000 schedules on a loaded machine.
+    /// two reads; the interleaving test hit it twice in 42,000 schedules on a loaded machine.
     @Test func aRefreshNeededAsTheFlightFinishesDoesNotPresentItsRefreshTokenAgain() async throws {
         // Given a forced refresh held at the token endpoint
         let gate = Gate()
