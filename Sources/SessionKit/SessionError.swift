@@ -67,6 +67,11 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let authorizationExpired = Code("authorizationExpired")
         /// An argument or a configuration value is not acceptable.
         public static let invalidInput = Code("invalidInput")
+        /// A credential would travel over plain HTTP: a request to an `http` origin that is neither loopback nor
+        /// named in ``UserSession/CredentialScope/plainHTTPOrigins``, or a redirect from `https` to `http`.
+        public static let insecureTransport = Code("insecureTransport")
+        /// The request's origin is not one the session sends its token to (``UserSession/CredentialScope/origins``).
+        public static let originNotServed = Code("originNotServed")
 
         /// The code's name, for logs.
         public var description: String { name }

@@ -27,19 +27,6 @@ extension URLSession {
             configuration.timeoutIntervalForRequest = timeout
             configuration.timeoutIntervalForResource = timeout
         }
-        return URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
-    }
-}
-
-/// Refuses every redirect: the 3xx itself is the answer.
-private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
+        return URLSession(configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
     }
 }

@@ -105,6 +105,19 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         events(of: task)?.sent?(totalBytesSent, totalBytesExpectedToSend)
     }
 
+    /// Never follows: the 3xx is the attempt's answer, and the session's loop decides the next hop
+    /// (``RedirectDecision``), so no credential header is copied to another origin. A WebSocket handshake that is
+    /// redirected fails.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let entry = registered.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         entry?.events.completed(error)

@@ -36,22 +36,33 @@ extension UserSession {
         attempt: (_ outgoing: URLRequest) async throws -> AttemptResult<Value>,
         discard: (Value) -> Void = { _ in }
     ) async throws -> (Value, HTTPURLResponse) {
-        let replayable = RetryPolicy.isReplayable(request)
+        // The token goes only where the session's scope sends it (plain HTTP to loopback only, the named origins).
+        if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
+        var replayable = RetryPolicy.isReplayable(request)
         var attemptNumber = 1
         var recoveredFromUnauthorized = false
+        // Whether the request still carries the session's credentials: until a redirect leaves its origin, and
+        // never again after (a later hop's address came from the other origin).
+        var carriesCredentials = true
+        var hops = 0
 
         while true {
             try Task.checkCancellation()
-            // The token read with the expiry check; after a refresh, the one it committed (or a later one). The
-            // check needs no suspension: only a refresh does.
-            let fresh = try refresher?.freshAccessToken(of: self)
-            if fresh == nil, let refresher { try await refresher.refreshIfExpiring(self) }
-            guard let credential = fresh ?? lifetime.withLock({ $0.isActive ? $0.credential : nil }) else {
+            var token: String?
+            if carriesCredentials {
+                // The token read with the expiry check; after a refresh, the one it committed (or a later one). The
+                // check needs no suspension: only a refresh does.
+                let fresh = try refresher?.freshAccessToken(of: self)
+                if fresh == nil, let refresher { try await refresher.refreshIfExpiring(self) }
+                guard let credential = fresh ?? lifetime.withLock({ $0.isActive ? $0.credential : nil }) else {
+                    throw SessionError.ended
+                }
+                token = credential.token
+                // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
+                request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
+            } else if !isActive {
                 throw SessionError.ended
             }
-            let token = credential.token
-            // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
-            request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
 
             let value: Value
             let response: HTTPURLResponse
@@ -89,8 +100,29 @@ extension UserSession {
                 throw SessionError.ended
             }
 
+            // Redirects are followed here, never by the URLSession, so that every hop is judged by one rule.
+            switch RedirectDecision.after(
+                response, to: request, carriesCredentials: carriesCredentials, hops: hops,
+                scope: configuration.credentialScope)
+            {
+            case .deliver:
+                break
+            case .refuse(let error):
+                discard(value)
+                throw error
+            case .follow(let next, let carries):
+                discard(value)
+                request = next
+                carriesCredentials = carries
+                hops += 1
+                replayable = RetryPolicy.isReplayable(request)
+                continue
+            }
+
             switch response.statusCode {
             case 401:
+                // A 401 from an origin the token never reached is that origin's answer: nothing to refresh.
+                guard let token else { return (value, response) }
                 discard(value)
                 let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
                 // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.

@@ -31,6 +31,9 @@ extension UserSession {
     ///   call throws `sessionEnded` — but the token itself stays valid at the server until it expires or a sign-out
     ///   revokes it (revocation, RFC 7009, is best effort), and a request `body` already sent, or a copy it kept,
     ///   is beyond SessionKit's reach. Hand the token only to code that stops when cancelled and keeps no copy.
+    /// - Important: Where `body` sends the token is beyond SessionKit's reach too: no origin check applies here,
+    ///   and the client `body` uses decides what a redirect does with it (see ``authorize(_:)`` for how to set up
+    ///   a client that keeps the token on its origin).
     public func withAccessToken<Result: Sendable>(
         minimumValidity: Duration = .seconds(60),
         _ body: @escaping @Sendable (_ accessToken: String) async throws -> Result
@@ -65,7 +68,17 @@ extension UserSession {
     /// - Important: The request is yours: nothing cancels it when the session ends, a 401 is yours to handle, and
     ///   the token in it cannot be recalled (see ``withAccessToken(minimumValidity:_:)``). Prefer the session's own
     ///   requests (``data(for:)``, ``download(for:progress:)``, …), which ``end()`` cancels.
+    /// - Important: SessionKit checks the request's URL against the session's ``Configuration/credentialScope``
+    ///   (plain HTTP only to loopback, the named origins only) and throws ``SessionError/Code/insecureTransport``
+    ///   or ``SessionError/Code/originNotServed`` instead of authorizing it, but it cannot see where the client
+    ///   you send it with goes next. FoundationNetworking's `URLSession` follows a redirect by copying every header
+    ///   field, this `Authorization` included, to whatever origin the `Location` names; so does any client that
+    ///   copies headers on redirect. Send an authorized request only through a client that follows no redirect
+    ///   (a `URLSessionTaskDelegate` whose `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)`
+    ///   completes with `nil`, then judge the 3xx yourself) or one that removes `Authorization` when the origin
+    ///   changes (curl since 7.58, Python requests since 2.20, Go since 1.22.1 do).
     public func authorize(_ request: URLRequest) async throws -> URLRequest {
+        if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
         let token = try await freshAccessToken(minimumValidity: .zero)
         var authorized = request
         authorized.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

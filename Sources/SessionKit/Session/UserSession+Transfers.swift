@@ -82,7 +82,9 @@ extension UserSession {
         try await sendAuthorized(request) { outgoing in
             let received = TransferBody.memory()
             let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
-                task(urlSession, outgoing)
+                // A 303 (or a 301 or 302 answering a POST) is followed with a GET, which has no body to send.
+                ["GET", "HEAD"].contains(HTTPMethod.of(outgoing))
+                    ? urlSession.dataTask(with: outgoing) : task(urlSession, outgoing)
             }
             return .answer(received.data, response)
         }

@@ -13,13 +13,17 @@ extension UserSession {
     /// call after `end()` is refused.
     ///
     /// A handshake the server refuses with 401 is not retried: the WebSocket fails, and the next call to this
-    /// method presents a refreshed token if the old one had expired.
+    /// method presents a refreshed token if the old one had expired. A handshake the server redirects is not
+    /// followed: the WebSocket fails, and its token went nowhere but the handshake's own origin. The handshake's
+    /// URL must be one the session's ``Configuration/credentialScope`` serves (`ws` counts as `http`, `wss` as
+    /// `https`: plain `ws` only to loopback).
     ///
     /// - Parameter request: The handshake request, with a `ws` or `wss` URL; its `Authorization` header is
     ///   replaced.
     /// - Returns: The started WebSocket task.
     /// - Throws: ``SessionError/Code/sessionEnded`` after ``end()``; ``SessionError/Code/invalidInput`` for a URL
-    ///   that is not `ws`, `wss`, `http` or `https`; refresh errors.
+    ///   that is not `ws`, `wss`, `http` or `https`; ``SessionError/Code/insecureTransport`` or
+    ///   ``SessionError/Code/originNotServed`` for a URL outside the credential scope; refresh errors.
     /// - Important: On Linux, FoundationNetworking runs WebSockets through libcurl, and only a libcurl built with
     ///   WebSocket support (8.11 or later by default; Debian 12's 7.88 has none) can open one. Elsewhere the task
     ///   fails with `URLError.unsupportedURL` ("WebSockets not supported by libcurl") at its first receive or send.
@@ -30,6 +34,7 @@ extension UserSession {
         guard let scheme, ["ws", "wss", "http", "https"].contains(scheme) else {
             throw SessionError(.invalidInput, "a WebSocket needs a ws or wss URL")
         }
+        if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
         try Task.checkCancellation()
         if let refresher { try await refresher.refreshIfExpiring(self) }
         let handle = RequestHandle()

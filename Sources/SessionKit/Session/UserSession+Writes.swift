@@ -71,7 +71,32 @@ extension UserSession {
         lifetime.withLock { Array($0.writes.values) }
     }
 
+    /// Sends a handed-off write, following its redirects by the session's rules (``RedirectDecision``): the token
+    /// only on same-origin hops of a chain that never left the origin.
     private func sendHandedOff(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
+        var request = request
+        var carriesCredentials = true
+        var hops = 0
+        while true {
+            let (data, response) = try await sendHandedOffOnce(request, carriesCredentials: carriesCredentials)
+            switch RedirectDecision.after(
+                response, to: request, carriesCredentials: carriesCredentials, hops: hops,
+                scope: configuration.credentialScope)
+            {
+            case .deliver:
+                return (data, response)
+            case .refuse(let error):
+                throw error
+            case .follow(let next, let carries):
+                (request, carriesCredentials, hops) = (next, carries, hops + 1)
+            }
+        }
+    }
+
+    private func sendHandedOffOnce(
+        _ request: URLRequest, carriesCredentials: Bool
+    ) async throws -> (Data, HTTPURLResponse) {
         // Not cancelled by the caller nor by `end()`: a handed-off write runs to its end on a session of its own.
         let (data, response): (Data, URLResponse) = try await TaskBridge.run(
             cancellingThrough: nil, notStarted: SessionError.ended
@@ -85,11 +110,13 @@ extension UserSession {
                     let configuration = URLSessionConfiguration.ephemeral
                     configuration.urlCache = nil
                     configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
-                    session = URLSession(configuration: configuration)
+                    // It follows no redirect itself: `sendHandedOff` judges every hop.
+                    session = URLSession(
+                        configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
                     lifetime.handoffSession = session
                 }
                 var outgoing = request
-                outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                if carriesCredentials { outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
                 // Created here, under the lock `end()` takes before it invalidates the hand-off session (which
                 // then waits for this task); started by the bridge after the lock is released.
                 return session.dataTask(with: outgoing) { data, response, error in

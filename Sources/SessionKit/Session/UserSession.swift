@@ -60,6 +60,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         /// The clock for expiry and backoff. ``requestTimeout`` runs in real time, not on this clock, so that a
         /// test's manual clock never ends a request in flight.
         public var clock: any SessionClock
+        /// Where the session's credentials may go: which origins receive its token, plain HTTP, the app's own
+        /// credential header fields, `https` to `http` redirects. By default every `https` origin and the loopback
+        /// interface; a redirect to another origin never carries a credential, whatever the scope.
+        public var credentialScope: CredentialScope
         /// Tests only: runs between a request's task creation and its start, so a test can end the session in
         /// exactly that window. `nil` (one branch per request) everywhere else.
         var beforeStart: (@Sendable (UserSession) -> Void)?
@@ -73,14 +77,17 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         ///   - storesAccessToken: Whether the access token is persisted too.
         ///   - downloadSegmentBytes: The range one request of a download asks for; `0` for one request.
         ///   - clock: The clock to read.
+        ///   - credentialScope: Where the session's credentials may go.
         public init(
             requestTimeout: Duration = .seconds(30),
             retryPolicy: RetryPolicy = RetryPolicy(),
             cacheMaximumBytes: Int = 4 * 1024 * 1024,
             storesAccessToken: Bool = false,
             downloadSegmentBytes: Int = 16 * 1024 * 1024,
-            clock: any SessionClock = SystemClock()
+            clock: any SessionClock = SystemClock(),
+            credentialScope: CredentialScope = CredentialScope()
         ) {
+            self.credentialScope = credentialScope
             self.requestTimeout = requestTimeout
             self.retryPolicy = retryPolicy
             self.cacheMaximumBytes = cacheMaximumBytes
@@ -255,9 +262,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             // Its completion handlers run on its own work queue (they only hand their answer on), not through an
             // operation queue's thread: a sixth of a loopback request's latency on Linux.
             self.urlSession = URLSession(
-                configuration: urlConfiguration, delegate: nil, delegateQueue: ImmediateDelegateQueue())
+                configuration: urlConfiguration, delegate: RedirectRefusal.shared,
+                delegateQueue: ImmediateDelegateQueue())
         #else
-            self.urlSession = URLSession(configuration: urlConfiguration)
+            self.urlSession = URLSession(
+                configuration: urlConfiguration, delegate: RedirectRefusal.shared, delegateQueue: nil)
         #endif
     }
 
