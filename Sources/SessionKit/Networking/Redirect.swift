@@ -30,6 +30,7 @@ package enum RedirectDecision: Equatable {
     ///   - carriesCredentials: Whether `request` carried the session's token (its chain never left the origin).
     ///   - hops: How many redirects the chain has followed before this answer.
     ///   - scope: The session's rules.
+    /// - Returns: What to do: hand the answer over, follow it (with or without the token), or refuse it.
     package static func after(
         _ response: HTTPURLResponse,
         to request: URLRequest,
