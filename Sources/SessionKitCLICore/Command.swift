@@ -12,6 +12,8 @@ enum Command: Sendable, Equatable {
     case auditCache(CacheAuditOptions)
     /// `sessionkit audit logout`.
     case auditLogout(LogoutAuditOptions)
+    /// `sessionkit audit redirects`.
+    case auditRedirects(RedirectAuditOptions)
 }
 
 /// Which help text to print.
@@ -26,6 +28,8 @@ enum HelpTopic: Sendable, Equatable, CaseIterable {
     case auditCache
     /// `sessionkit audit logout`.
     case auditLogout
+    /// `sessionkit audit redirects`.
+    case auditRedirects
 }
 
 /// The options of `sessionkit demo`.
@@ -69,6 +73,18 @@ struct LogoutAuditOptions: Sendable, Equatable {
     /// The token endpoint, to try a refresh grant with the revoked refresh token.
     var tokenEndpoint: URL?
     /// The deadline on each HTTP exchange, from connection to last byte.
+    var timeout: Duration
+    /// Print JSON instead of the report.
+    var json = false
+}
+
+/// The options of `sessionkit audit redirects`.
+struct RedirectAuditOptions: Sendable, Equatable {
+    /// The resource to GET with the bearer token.
+    var url: URL
+    /// The token's source; the environment (``RedirectAudit/defaultVariable``) when `nil`.
+    var token: TokenSource?
+    /// The deadline on each HTTP exchange (each hop), from connection to last byte.
     var timeout: Duration
     /// Print JSON instead of the report.
     var json = false

@@ -35,6 +35,9 @@ enum CommandLineParser {
         .value("--access-token-env"), .value("--refresh-token"), .value("--refresh-token-env"),
         .value("--token-endpoint"), .value("--timeout"), .flag("--json"),
     ]
+    static let redirectOptions: [Option] = [
+        .value("--url"), .value("--token"), .value("--token-env"), .value("--timeout"), .flag("--json"),
+    ]
 
     /// Parses the arguments that follow the program name.
     ///
@@ -55,7 +58,9 @@ enum CommandLineParser {
             if wantsHelp(rest) { return .help(.demo) }
             return .demo(try demo(rest))
         case "audit":
-            guard let kind = rest.first else { throw UsageError("audit needs a kind: cache or logout", topic: .audit) }
+            guard let kind = rest.first else {
+                throw UsageError("audit needs a kind: cache, logout or redirects", topic: .audit)
+            }
             let options = Array(rest.dropFirst())
             switch kind {
             case "-h", "--help":
@@ -66,8 +71,12 @@ enum CommandLineParser {
             case "logout":
                 if wantsHelp(options) { return .help(.auditLogout) }
                 return .auditLogout(try logout(options))
+            case "redirects":
+                if wantsHelp(options) { return .help(.auditRedirects) }
+                return .auditRedirects(try redirects(options))
             default:
-                throw UsageError("unknown audit \(shown(kind, as: "kind")); use cache or logout", topic: .audit)
+                throw UsageError(
+                    "unknown audit \(shown(kind, as: "kind")); use cache, logout or redirects", topic: .audit)
             }
         default:
             if first.hasPrefix("-") { throw UsageError("unknown option \(shown(first, as: "option"))") }
@@ -82,6 +91,7 @@ enum CommandLineParser {
         case ["audit"]: return .audit
         case ["audit", "cache"]: return .auditCache
         case ["audit", "logout"]: return .auditLogout
+        case ["audit", "redirects"]: return .auditRedirects
         default: throw UsageError("no help for that; try `sessionkit help audit cache`")
         }
     }
@@ -142,25 +152,13 @@ enum CommandLineParser {
             }
             return value
         }
-        func token(_ flag: String) throws(UsageError) -> TokenSource? {
-            let literal = parsed.value(flag)
-            let variable = parsed.value(flag + "-env")
-            switch (literal, variable) {
-            case (nil, nil): return nil
-            case (let literal?, nil): return literal == "-" ? .standardInput : .literal(literal)
-            case (nil, let variable?):
-                guard !variable.isEmpty else { throw UsageError("\(flag)-env needs a variable name", topic: topic) }
-                return .environment(variable)
-            case (.some, .some): throw UsageError("give \(flag) or \(flag)-env, not both", topic: topic)
-            }
-        }
         return LogoutAuditOptions(
             resource: try httpURL(try required("--resource"), flag: "--resource", topic: topic),
             revocationEndpoint: try httpURL(
                 try required("--revocation-endpoint"), flag: "--revocation-endpoint", topic: topic),
             clientID: try required("--client-id"),
-            accessToken: try token("--access-token"),
-            refreshToken: try token("--refresh-token"),
+            accessToken: try token(parsed, "--access-token", topic: topic),
+            refreshToken: try token(parsed, "--refresh-token", topic: topic),
             tokenEndpoint: try parsed.value("--token-endpoint").map { (value) throws(UsageError) in
                 try httpURL(value, flag: "--token-endpoint", topic: topic)
             },
@@ -169,7 +167,34 @@ enum CommandLineParser {
         )
     }
 
+    private static func redirects(_ arguments: [String]) throws(UsageError) -> RedirectAuditOptions {
+        let topic = HelpTopic.auditRedirects
+        let parsed = try scan(arguments, options: redirectOptions, topic: topic)
+        guard let url = parsed.value("--url"), !url.isEmpty else { throw UsageError("--url is required", topic: topic) }
+        return RedirectAuditOptions(
+            url: try httpURL(url, flag: "--url", topic: topic),
+            token: try token(parsed, "--token", topic: topic),
+            timeout: try timeout(parsed, topic: topic),
+            json: parsed.has("--json")
+        )
+    }
+
     // MARK: - Values
+
+    /// The source of the token `flag` (`--token`) and `flag-env` (`--token-env`) name: `-` is standard input;
+    /// `nil` when neither is given.
+    private static func token(_ parsed: Scanned, _ flag: String, topic: HelpTopic) throws(UsageError) -> TokenSource? {
+        let literal = parsed.value(flag)
+        let variable = parsed.value(flag + "-env")
+        switch (literal, variable) {
+        case (nil, nil): return nil
+        case (let literal?, nil): return literal == "-" ? .standardInput : .literal(literal)
+        case (nil, let variable?):
+            guard !variable.isEmpty else { throw UsageError("\(flag)-env needs a variable name", topic: topic) }
+            return .environment(variable)
+        case (.some, .some): throw UsageError("give \(flag) or \(flag)-env, not both", topic: topic)
+        }
+    }
 
     private static func timeout(_ parsed: Scanned, topic: HelpTopic) throws(UsageError) -> Duration {
         guard let text = parsed.value("--timeout") else { return defaultTimeout }

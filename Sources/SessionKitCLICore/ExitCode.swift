@@ -52,4 +52,18 @@ enum ExitCode: Int32, Sendable, CaseIterable {
              (--resource); a 200 with an empty body after logout (doubtful);
              unreachable, TLS, timeout, or standard output not writable
         """
+
+    /// The exit statuses of `sessionkit audit redirects`.
+    static let redirectsHelpText = """
+        Exit status:
+          0  safe: the answer comes from URL's own origin, without a hop to
+             another one
+          1  a leak: a bearer request is redirected to another origin, or from
+             https to http, where a client copying headers sends the token
+          2  usage error: unknown flag, missing or invalid value
+          3  no verdict: more than 10 redirects (a loop), a Location that is
+             not an http(s) URL, the token was refused (401/403), the host
+             was unreachable, TLS failed, a timeout, or standard output could
+             not be written
+        """
 }

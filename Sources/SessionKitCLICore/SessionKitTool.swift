@@ -1,7 +1,7 @@
 import Foundation
 import SessionKit
 
-/// The `sessionkit` command-line tool: `demo`, `audit cache`, `audit logout`.
+/// The `sessionkit` command-line tool: `demo`, `audit cache`, `audit logout`, `audit redirects`.
 ///
 /// The executable is a thin `main.swift` over ``run(_:)``; the logic lives here so that tests can drive it.
 public enum SessionKitTool {
@@ -59,6 +59,14 @@ public enum SessionKitTool {
             }
             return await LogoutAudit.run(
                 options, tokens: tokens, console: console.scrubbing([tokens.access, tokens.refresh]))
+        case .auditRedirects(let options):
+            let token: String
+            do {
+                token = try RedirectAudit.token(options, console: console)
+            } catch {
+                return usage(error, console: console)
+            }
+            return await RedirectAudit.run(options, token: token, console: console.scrubbing([token]))
         }
     }
 

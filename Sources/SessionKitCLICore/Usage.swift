@@ -13,11 +13,13 @@ enum Usage {
             case .audit: audit
             case .auditCache: auditCache
             case .auditLogout: auditLogout
+            case .auditRedirects: auditRedirects
             }
         let exits =
             switch topic {
             case .auditCache: ExitCode.cacheHelpText
             case .auditLogout: ExitCode.logoutHelpText
+            case .auditRedirects: ExitCode.redirectsHelpText
             default: ExitCode.helpText
             }
         return body + "\n\n" + exits + "\n"
@@ -31,6 +33,7 @@ enum Usage {
         case .audit: "sessionkit audit --help"
         case .auditCache: "sessionkit audit cache --help"
         case .auditLogout: "sessionkit audit logout --help"
+        case .auditRedirects: "sessionkit audit redirects --help"
         }
     }
 
@@ -42,7 +45,8 @@ enum Usage {
           sessionkit audit cache --url URL [token options]
           sessionkit audit logout --resource URL --revocation-endpoint URL
                                   --client-id ID [token options]
-          sessionkit help [demo | audit cache | audit logout]
+          sessionkit audit redirects --url URL [token options]
+          sessionkit help [demo | audit cache | audit logout | audit redirects]
           sessionkit --version
 
         Commands:
@@ -52,6 +56,9 @@ enum Usage {
                         response to another (RFC 9111)
           audit logout  check that a real API rejects the tokens of a session
                         that logged out (OWASP MASTG logout test)
+          audit redirects
+                        ask a real API whether it redirects a request that
+                        carries a bearer token to another origin
 
         Options:
           -h, --help    show help; `sessionkit <command> --help` for a command
@@ -63,7 +70,7 @@ enum Usage {
 
         Usage: sessionkit demo [--json] [--only ID-PREFIX] [--seed N]
 
-        Starts a loopback HTTP server and a mock OAuth server, runs every
+        Starts loopback HTTP servers and a mock OAuth server, runs every
         scenario twice (the naive way and with SessionKit) and prints whether
         each leaked, as observed in server logs, credential stores and app
         state. Takes a few seconds.
@@ -71,7 +78,8 @@ enum Usage {
         Scenarios: late-response, cache-leak/max-age, cache-leak/private,
           cache-leak/no-store, cache-leak/vary-authorization,
           refresh-after-logout, relogin-same-user, logout-in-flight,
-          account-switch, writes-in-flight
+          account-switch, writes-in-flight, download-leak,
+          redirect-token-leak
 
         Options:
           --json             print {"seed":N,"totals":{"scenarios":N,
@@ -91,8 +99,10 @@ enum Usage {
           sessionkit audit cache --url URL [token options]
           sessionkit audit logout --resource URL --revocation-endpoint URL
                                   --client-id ID [token options]
+          sessionkit audit redirects --url URL [token options]
 
-        See `sessionkit audit cache --help` and `sessionkit audit logout --help`.
+        See `sessionkit audit cache --help`, `sessionkit audit logout --help`
+        and `sessionkit audit redirects --help`.
         """
 
     static let auditCache = """
@@ -196,5 +206,57 @@ enum Usage {
               --revocation-endpoint https://id.example.com/oauth/revoke \\
               --token-endpoint https://id.example.com/oauth/token \\
               --client-id my-app
+        """
+
+    static let auditRedirects = """
+        sessionkit audit redirects: is a bearer token sent on to another origin?
+
+        Usage: sessionkit audit redirects --url URL
+                                          [--token T | --token-env NAME]
+                                          [--timeout SECONDS] [--json]
+
+        GETs URL with `Authorization: Bearer`, and follows the redirects (301,
+        302, 303, 307, 308) itself, up to 10: the token goes only to hops on
+        URL's own origin (scheme, host and port; no port means 80 or 443),
+        and never again once the chain has left it. A hop on another origin
+        is asked without it, so the audit never hands the token to the origin
+        it warns about. For each hop it shows the status, the origin, whether
+        it sent the token, and whether a client that copies the request's
+        headers to every hop would have: a plain URLSession on Linux
+        (FoundationNetworking) does, as does curl with --location-trusted.
+        Then:
+        - leak: the API redirects the bearer request to another origin (a
+          CDN, a storage bucket, a login page), or from https to http;
+        - safe: the answer comes from URL's own origin, with or without
+          redirects within it.
+
+        Options:
+          --url URL          the resource: https, or http to localhost only
+          --token T          the bearer token; `-` reads one line from
+                             standard input (without echo on a terminal)
+          --token-env NAME   read the token from environment variable NAME
+          --timeout SECONDS  deadline on each whole request, per hop
+                             (default 10)
+          --json             print one JSON object instead of the report:
+                             audit, url, verdict (safe, cross-origin,
+                             downgrade, inconclusive), exitCode, reason,
+                             redirects, hops [{hop, url, origin, status,
+                             location, sameOrigin, tokenSent,
+                             naiveClientSendsToken, leak, downgrade, error}],
+                             fixes, notes
+          -h, --help         show this help
+        Without --token/--token-env, the token comes from SESSIONKIT_TOKEN. A
+        token on the command line is visible to other users of this machine;
+        prefer the environment or standard input. The token, and any run of 8
+        of its characters, is never printed; a URL's query is shown as ?….
+
+        What it cannot see: redirects that depend on something the audit does
+        not send (cookies, another method or body, a browser's User-Agent);
+        an origin that is another company's but trusted on purpose (a
+        cross-origin hop is reported whatever its owner).
+
+        Example:
+          sessionkit audit redirects --url https://api.example.com/me \\
+              --token-env TOKEN
         """
 }

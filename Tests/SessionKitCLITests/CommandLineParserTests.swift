@@ -25,6 +25,8 @@ import Testing
         ("help audit cache", .auditCache), ("help audit logout", .auditLogout), ("demo --help", .demo),
         ("demo --json -h", .demo), ("audit --help", .audit), ("audit cache -h", .auditCache),
         ("audit cache --url x --help", .auditCache), ("audit logout --help", .auditLogout),
+        ("help audit redirects", .auditRedirects), ("audit redirects --help", .auditRedirects),
+        ("audit redirects --url x -h", .auditRedirects),
     ])
     func helpIsFoundForEachCommand(line: String, topic: HelpTopic) throws {
         #expect(try parse(line) == .help(topic))
@@ -39,7 +41,7 @@ import Testing
     }
 
     @Test func helpExamplesReadTokensFromTheEnvironmentNeverFromTheCommandLine() {
-        for topic in [HelpTopic.auditCache, .auditLogout] {
+        for topic in [HelpTopic.auditCache, .auditLogout, .auditRedirects] {
             let example = Usage.text(topic).components(separatedBy: "Example:").last ?? ""
             #expect(!example.contains("--token "), "\(topic)")
             #expect(!example.contains("--access-token "), "\(topic)")
@@ -221,13 +223,52 @@ import Testing
         #expect(error?.topic == .auditLogout)
     }
 
+    // MARK: - audit redirects
+
+    @Test func auditRedirectsTakesEveryFlag() throws {
+        #expect(
+            try parse("audit redirects --url https://api.example.com/me --token-env API_TOKEN --timeout 2 --json")
+                == .auditRedirects(
+                    RedirectAuditOptions(
+                        url: URL(string: "https://api.example.com/me")!, token: .environment("API_TOKEN"),
+                        timeout: .seconds(2), json: true)))
+        #expect(
+            try parse("audit redirects --token - --url http://127.0.0.1:9/me")
+                == .auditRedirects(
+                    RedirectAuditOptions(
+                        url: URL(string: "http://127.0.0.1:9/me")!, token: .standardInput, timeout: .seconds(10))))
+        guard case .auditRedirects(let options) = try parse("audit redirects --url https://a.example/") else {
+            Issue.record("not an audit redirects command")
+            return
+        }
+        #expect(options.token == nil, "the environment's SESSIONKIT_TOKEN")
+    }
+
+    @Test(arguments: [
+        ("audit redirects", "--url is required"),
+        ("audit redirects --url=", "--url is required"),
+        ("audit redirects --url", "--url needs a value"),
+        ("audit redirects --url https://a.example/ --token x --token-env Y", "give --token or --token-env, not both"),
+        ("audit redirects --url https://a.example/ --token a --token b", "--token is given more than once"),
+        ("audit redirects --url https://a.example/ --token-env=", "--token-env needs a variable name"),
+        ("audit redirects --url http://api.example.com/me", "--url must use https"),
+        ("audit redirects --url ftp://a.example/", "--url needs an http(s) URL"),
+        ("audit redirects --url https://a.example/ --timeout 0", "--timeout needs a number of seconds above 0"),
+        ("audit redirects --url https://a.example/ --max-hops 3", "unknown option '--max-hops'"),
+    ])
+    func auditRedirectsRefusesMissingAndInvalidValues(line: String, message: String) {
+        let error = usageError(line)
+        #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+        #expect(error?.topic == .auditRedirects)
+    }
+
     // MARK: - Unknown input, and never echoing a secret
 
     @Test func unknownCommandsAndOptionsAreNamed() {
         #expect(usageError("deploy")?.message == "unknown command 'deploy'")
         #expect(usageError("--verbose")?.message == "unknown option '--verbose'")
         #expect(usageError("demo --colour")?.message == "unknown option '--colour'")
-        #expect(usageError("audit cookies")?.message == "unknown audit 'cookies'; use cache or logout")
+        #expect(usageError("audit cookies")?.message == "unknown audit 'cookies'; use cache, logout or redirects")
         #expect(usageError("audit")?.topic == .audit)
         #expect(usageError("")?.message == "missing command")
     }

@@ -34,6 +34,26 @@ import Testing
         #expect(!result.naive.detail.isEmpty && !result.sessionKit.detail.isEmpty)
     }
 
+    /// Origin B's own log decides: the naive client's token arrives there, SessionKit's session follows the
+    /// redirect without it.
+    @Test func aRedirectToAnotherOriginHandsTheNaiveTokenOverButNotTheSessions() async throws {
+        let token = DemoSupport.tokens("alice").accessToken
+        let naive = try await RedirectTokenLeakScenario.naive()
+        #expect(naive.leaked, "\(naive.detail)")
+        #expect(naive.detail.contains("received 1 request, 1 with the bearer token, by its own log"), "\(naive.detail)")
+        let sessionKit = try await RedirectTokenLeakScenario.withSessionKit()
+        #expect(!sessionKit.leaked, "\(sessionKit.detail)")
+        #expect(
+            sessionKit.detail.contains("received 1 request, none with Authorization"),
+            "the session follows the redirect, without the token: \(sessionKit.detail)")
+        #expect(!naive.detail.contains(token) && !sessionKit.detail.contains(token), "a token was printed")
+    }
+
+    @Test func theHelpListsEveryScenario() {
+        let help = flattened(Usage.text(.demo))
+        for id in Self.ids { #expect(help.contains(id), "\(id)") }
+    }
+
     @Test func theNaiveAppLeaksExactlyWhenSomethingIsInFlightAtLogout() async throws {
         let schedule = ArrivalSchedule(seed: DemoOptions.defaultSeed)
         let (naive, inFlight) = try await LogoutInFlightScenario.naive(schedule)

@@ -12,6 +12,7 @@ enum DemoRunner {
             AccountSwitchScenario.scenario,
             WritesInFlightScenario.scenario,
             DownloadLeakScenario.scenario,
+            RedirectTokenLeakScenario.scenario,
         ]
 
     /// The longest one scenario may take before the demo gives up on it (a hang is a bug, not a result).
