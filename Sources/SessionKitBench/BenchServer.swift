@@ -107,6 +107,7 @@ struct BenchServer: Sendable {
             keepalive_requests 10000000;
             keepalive_timeout 600s;
             tcp_nodelay on;
+            absolute_redirect off;
             default_type application/json;
             server {
                 listen 127.0.0.1:\(port) backlog=4096;
@@ -114,6 +115,9 @@ struct BenchServer: Sendable {
                     if ($http_authorization != "Bearer \(token)") { return 401; }
                     add_header Cache-Control no-store always;
                     return 200 '\(RequestBenchmarks.body)';
+                }
+                location = /hop {
+                    return 302 /me;
                 }
                 location = /fresh {
                     add_header Cache-Control max-age=60 always;
@@ -140,6 +144,7 @@ enum ServeMode {
                     guard request.header("Authorization") == expected else { return .status(401) }
                     return .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")])
                 }
+                server.route("GET", "/hop") { _ in LocalServer.Response(status: 302, headers: [("Location", "/me")]) }
                 server.route("GET", "/fresh") { _ in
                     .json(RequestBenchmarks.body, headers: [("Cache-Control", "max-age=60")])
                 }

@@ -38,12 +38,12 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
     ///   - port: The port; `nil` for the scheme's default.
     public init?(scheme: String, host: String, port: Int? = nil) {
         let secure: Bool
-        switch scheme.lowercased() {
+        switch Self.asciiLowercased(scheme) {
         case "http", "ws": secure = false
         case "https", "wss": secure = true
         default: return nil
         }
-        var host = host.lowercased()
+        var host = Self.asciiLowercased(host)
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }
         let port = port ?? (secure ? 443 : 80)
@@ -60,9 +60,31 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
     /// never leaves the machine, so a session may send its token there without TLS.
     public var isLoopback: Bool {
         if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4, octets[0] == "127" else { return false }
-        return octets.allSatisfy { octet in octet.count <= 3 && UInt8(octet) != nil }
+        // A dotted quad whose first number is 127, read byte by byte: this runs before every plain HTTP request.
+        var octets = 0
+        var value = 0
+        var digits = 0
+        for byte in host.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, value <= 255, octets > 0 || value == 127 else { return false }
+                octets += 1
+                (value, digits) = (0, 0)
+            } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 3 {
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+            } else {
+                return false
+            }
+        }
+        return octets == 3 && digits > 0 && value <= 255
+    }
+
+    /// `string` with ASCII letters lowercased, without a copy when it has none in upper case (the usual URL).
+    private static func asciiLowercased(_ string: String) -> String {
+        guard string.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else {
+            return string
+        }
+        return string.lowercased()
     }
 
     /// `scheme://host` with the port when it is not the scheme's default, IPv6 addresses bracketed.

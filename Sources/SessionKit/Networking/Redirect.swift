@@ -39,7 +39,11 @@ package enum RedirectDecision: Equatable {
         scope: UserSession.CredentialScope
     ) -> RedirectDecision {
         let status = response.statusCode
-        guard [301, 302, 303, 307, 308].contains(status),
+        switch status {
+        case 301, 302, 303, 307, 308: break
+        default: return .deliver
+        }
+        guard
             let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
             !location.isEmpty, let from = request.url,
             let target = URL(string: location, relativeTo: from)?.absoluteURL,
