@@ -22,11 +22,15 @@ let package = Package(
         .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
+        // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
+        .target(name: "LoopbackNginx"),
         .testTarget(
-            name: "SessionKitTests", dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild"]),
+            name: "SessionKitTests",
+            dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild", "LoopbackNginx"]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(
-            name: "SessionKitCLITests", dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting"]),
+            name: "SessionKitCLITests",
+            dependencies: ["SessionKitCLICore", "SessionKit", "SessionKitTesting", "LoopbackNginx"]),
         .testTarget(name: "SessionKitBenchTests", dependencies: ["SessionKitBench"]),
     ],
     swiftLanguageModes: [.v6]

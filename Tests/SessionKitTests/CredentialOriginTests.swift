@@ -151,16 +151,14 @@ import Testing
         try await NginxRedirector.withRunning { nginx in
             let session = Self.session()
             defer { session.end() }
-            await #expect(throws: SessionError.self) {
-                _ = try await session.data(for: URLRequest(url: nginx.a("/loop")))
-            }
             do {
                 _ = try await session.data(for: URLRequest(url: nginx.a("/loop")))
+                Issue.record("a redirect loop was followed to an answer")
             } catch {
                 #expect(SessionError.Code.of(error) == .malformedResponse)
                 #expect((error as? SessionError)?.statusCode == 302)
             }
-            #expect(nginx.log(of: "a").count == 2 * (RedirectDecision.maximumHops + 1))
+            #expect(nginx.log(of: "a").count == RedirectDecision.maximumHops + 1)
         }
     }
 

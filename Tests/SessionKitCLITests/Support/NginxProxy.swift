@@ -1,9 +1,6 @@
 import Foundation
+import LoopbackNginx
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A real nginx (Debian's `nginx-light`) caching reverse proxy on loopback, started by the suite in a temporary
 /// prefix: no root, no port 80, no file outside its directory, one process that is this test's child.
@@ -40,34 +37,15 @@ final class NginxProxy {
         let status: String
     }
 
-    /// Why nginx could not run.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
+    /// Whether suites that need nginx should run: it is there, or it must be (``LoopbackNginx/shouldRun``).
+    static var shouldRun: Bool { LoopbackNginx.shouldRun }
 
-    /// The nginx binary, when there is one.
-    static var binary: URL? {
-        let environment = ProcessInfo.processInfo.environment
-        let candidates =
-            [environment["SESSIONKIT_NGINX"]].compactMap { $0 } + ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
-            + (environment["PATH"] ?? "").split(separator: ":").map { "\($0)/nginx" }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }.map { URL(fileURLWithPath: $0) }
-    }
+    private let nginx: LoopbackNginx
+    var port: Int { nginx.ports[0] }
+    var directory: URL { nginx.directory }
 
-    /// Whether a missing nginx fails the suite (`SESSIONKIT_REQUIRE_NGINX=1`, set by `scripts/test`).
-    static var isRequired: Bool { ProcessInfo.processInfo.environment["SESSIONKIT_REQUIRE_NGINX"] == "1" }
-
-    /// Whether suites that need nginx should run: it is there, or it must be (and its absence then fails).
-    static var shouldRun: Bool { binary != nil || isRequired }
-
-    let port: Int
-    let directory: URL
-    private let process: Process
-
-    private init(port: Int, directory: URL, process: Process) {
-        self.port = port
-        self.directory = directory
-        self.process = process
+    private init(_ nginx: LoopbackNginx) {
+        self.nginx = nginx
     }
 
     /// The proxy's URL for `path`.
@@ -75,11 +53,8 @@ final class NginxProxy {
 
     /// The access log so far.
     func log() -> [LogEntry] {
-        let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 7 else { return nil }
-            return LogEntry(
+        nginx.log("access.log", fields: 7).map { fields in
+            LogEntry(
                 uri: fields[0], query: fields[1], authorization: fields[2], cacheStatus: fields[3], sentUser: fields[4],
                 range: fields[5], status: fields[6])
         }
@@ -91,54 +66,15 @@ final class NginxProxy {
     ///   - upstream: The origin, `http://127.0.0.1:PORT`.
     ///   - body: The test.
     /// - Returns: What `body` returns.
-    /// - Throws: ``Failure`` when nginx is missing or does not start; what `body` throws.
+    /// - Throws: ``LoopbackNginx/Failure`` when nginx is missing or does not start; what `body` throws.
     static func withRunning<Result>(
         upstream: URL, _ body: (NginxProxy) async throws -> Result
     ) async throws -> Result {
-        guard let binary else {
-            throw Failure(
-                description: "nginx is not installed (SESSIONKIT_REQUIRE_NGINX=1): scripts/test installs "
-                    + "nginx-light; or set SESSIONKIT_NGINX to a binary")
-        }
-        var lastError = ""
-        // A free port can be taken between choosing it and nginx binding it: try a few.
-        for _ in 0..<5 {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "sessionkit-nginx-\(UUID().uuidString)")
-            for sub in ["tmp", "cache/honour", "cache/ignore", "www/files"] {
-                try FileManager.default.createDirectory(
-                    at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
-            }
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let port = try freePort()
-            try configuration(directory: directory, port: port, upstream: upstream).write(
-                to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = [
-                "-p", directory.path + "/", "-c", directory.appendingPathComponent("nginx.conf").path, "-e",
-                directory.appendingPathComponent("error.log").path,
-            ]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let proxy = NginxProxy(port: port, directory: directory, process: process)
-            if await proxy.waitUntilListening() {
-                do {
-                    let result = try await body(proxy)
-                    proxy.stop()
-                    return result
-                } catch {
-                    proxy.stop()
-                    throw error
-                }
-            }
-            proxy.stop()
-            lastError =
-                (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-        }
-        throw Failure(description: "nginx did not start: \(lastError.suffix(2000))")
+        try await LoopbackNginx.withRunning(
+            ports: 1, subdirectories: ["tmp", "cache/honour", "cache/ignore", "www/files"],
+            configuration: { directory, ports in configuration(directory: directory, port: ports[0], upstream: upstream)
+            },
+            { nginx in try await body(NginxProxy(nginx)) })
     }
 
     private static func configuration(directory: URL, port: Int, upstream: URL) -> String {
@@ -190,64 +126,5 @@ final class NginxProxy {
             }
 
             """
-    }
-
-    private func waitUntilListening() async -> Bool {
-        for _ in 0..<200 {
-            guard process.isRunning else { return false }
-            if Self.accepts(port: port) { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return false
-    }
-
-    /// Stops nginx and waits for it.
-    ///
-    /// With SIGKILL: a single-process nginx keeps the signal mask it inherits, and this test process blocks
-    /// SIGTERM on its threads, so nginx would never see a SIGTERM.
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    private static func accepts(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
-    /// A loopback port nothing listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw Failure(description: "bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
