@@ -20,11 +20,10 @@ import Dispatch
 /// a manual clock by an hour must not end the requests in flight, and a real server is just as slow whatever
 /// the test's clock says. A deadline fires at most ``resolution`` late.
 ///
-/// A request pays no timer of its own (creating, arming and cancelling a `DispatchSourceTimer` per request woke
-/// the dispatch manager thread twice per request and cost about 2 % of a loopback request's throughput), and no
-/// allocation or hashing either: the registered handles form a doubly linked list through fields of their own
-/// (`RequestHandle.deadlineNext` and its siblings), so registering and removing one is a lock and a few pointer
-/// writes.
+/// A request pays no timer of its own (a `DispatchSourceTimer` per request wakes the dispatch manager thread twice
+/// per request; figures in BENCHMARKS.md, "Figures behind the code's rules"), and no allocation or hashing either:
+/// the registered handles form a doubly linked list through fields of their own (`RequestHandle.deadlineNext` and
+/// its siblings), so registering and removing one is a lock and a few pointer writes.
 final class DeadlineTicker: Sendable {
     /// How late a deadline may fire.
     static let resolution = Duration.milliseconds(100)
@@ -38,8 +37,8 @@ final class DeadlineTicker: Sendable {
 
     /// The instant deadlines are counted from. A deadline is kept as the `Duration` since then, not as a
     /// `ContinuousClock.Instant`: `Duration` has a fixed layout, while the instant's is known only inside Swift's
-    /// concurrency library, so every copy and `nil` test of an optional deadline holding one went through the
-    /// runtime's value witnesses (seen in callgrind on every request's `remove`).
+    /// concurrency library, so every copy and `nil` test of an optional deadline holding an instant goes through the
+    /// runtime's value witnesses.
     private static let origin = ContinuousClock.now
 
     /// The time since ``origin``, on the continuous clock.

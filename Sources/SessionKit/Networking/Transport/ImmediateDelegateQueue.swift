@@ -8,8 +8,8 @@ import Foundation
     /// work queue that runs them.
     ///
     /// FoundationNetworking (Linux) delivers a completion handler through the session's delegate `OperationQueue`:
-    /// an operation object, the queue's bookkeeping and a wake-up of one of its threads for every request, about
-    /// 21,000 instructions and, on loopback, a sixth of a request's latency. Its own `async` methods skip that
+    /// an operation object, the queue's bookkeeping and a wake-up of one of its threads for every request (figures in
+    /// BENCHMARKS.md, "Figures behind the code's rules"). Its own `async` methods skip that
     /// (they run the handler on the task's work queue), but they hide the task from the caller, which a session
     /// must hold to cancel it when it ends. With this queue a completion handler runs where the async methods run
     /// it: on the session's work queue, which is also where both steps of `URLSessionTask.cancel()` run, so no

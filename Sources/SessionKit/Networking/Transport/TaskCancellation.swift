@@ -75,10 +75,9 @@ extension URLSession {
 }
 
 /// What ``URLSession/cancelWithoutRacingCompletion(_:thenInvalidate:closing:first:)`` cancels: a task, or something
-/// that carries one (a session's registry entry), so that a registry's `values` are handed over as they are. A
-/// `values.lazy.map(\.task)` instead made the call itself cost time in proportion to the tasks (about 0.4 µs each
-/// on the thread that ends the session, measured in `end()` with 1,000 in flight), which the registry's own values
-/// do not.
+/// that carries one (a session's registry entry), so that a registry's `values` are handed over as they are: a
+/// `values.lazy.map(\.task)` would make the call itself cost time in proportion to the tasks, on the thread that
+/// ends the session, which must not wait for what is in flight.
 protocol CarriesSessionTask {
     /// The task to cancel.
     var sessionTask: URLSessionTask { get }
