@@ -110,6 +110,33 @@ import Testing
         session.end()
     }
 
+    /// A proactive refresh of a token that lives long enough never counts against the loop guard, also when
+    /// 401-driven refreshes have filled its window: the user keeps a token although the server rejected a few.
+    @Test func aProactiveRefreshOfAnHourTokenStartsAfter401sFilledTheLoopGuard() async throws {
+        let clock = ManualClock()
+        // Hour-long tokens, each received with ten seconds left, so that every one is within its margin at once.
+        let endpoint = ScriptedTokenEndpoint { _, n in
+            TokenSet(
+                accessToken: "t\(n)", refreshToken: "r\(n)", lifetime: .seconds(3600),
+                receivedAt: clock.now.advanced(by: .seconds(-3590)))
+        }
+        let session = UserSession(
+            account: alice, tokens: tokens("alice", clock: clock),
+            configuration: UserSession.Configuration(clock: clock),
+            tokenEndpoint: endpoint)
+        let refresher = try #require(session.refresher)
+        for _ in 0..<5 { try await refresher.recover(session, rejectedToken: session.tokens?.accessToken ?? "") }
+        let refused = await #expect(throws: SessionError.self) {
+            try await refresher.recover(session, rejectedToken: session.tokens?.accessToken ?? "")
+        }
+        #expect(refused?.code == .excessiveRefresh)
+
+        try await refresher.refreshIfExpiring(session)
+        #expect(endpoint.count == 6, "the proactive refresh was refused")
+        #expect(session.tokens?.accessToken == "t6")
+        session.end()
+    }
+
     @Test func aCallerWhoseWaitTimedOutLeavesTheFlightInPlace() async throws {
         let clock = ManualClock()
         let gate = Gate()

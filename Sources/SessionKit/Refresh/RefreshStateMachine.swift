@@ -18,7 +18,7 @@
 /// | idle                   | `need`, no refresh token                      | `.fail(accessExpired)`             | history pruned              |
 /// | idle                   | `need` (otherwise)                            | `.start(F, held refresh token)`    | flight F (history + now if counting) |
 /// | flight F, no handle    | `launched(F, h)`                              | `true`                             | flight F with handle h      |
-/// | other                  | `launched(G, h)`                              | `false` (cancel h)                 | unchanged                   |
+/// | other                  | `launched(G, h)`                              | `false`                            | unchanged                   |
 /// | flight F               | `flightSettled(F, outcome)`                   | `true` (report the outcome)        | flight F, settled           |
 /// | other                  | `flightSettled(G, outcome)`                   | `false`                            | unchanged                   |
 /// | flight F               | `flightFinished(F)`                           | `true`                             | idle                        |

@@ -177,7 +177,8 @@ final class TokenRefresher: Sendable {
                 // Created under the lock that publishes it: the flight is reachable exactly as long as it runs,
                 // however many callers stop waiting, so no second refresh presents the same token meanwhile.
                 let flight = launch(id, presenting: refreshToken, for: session)
-                _ = machine.launched(id, handle: flight)
+                let launched = machine.launched(id, handle: flight)
+                assert(launched, "\(id) was started and launched in one critical section")
                 return .wait(id, flight)
             }
         }
