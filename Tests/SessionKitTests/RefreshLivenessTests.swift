@@ -75,8 +75,8 @@ import Testing
             return
         }
         #expect(presented == "refresh-alice")
-        let step1 = machine.launched(id, handle: 1)
-        #expect(step1)
+        let launched = machine.launched(id, handle: 1)
+        #expect(launched)
 
         // The flight is in progress and has not committed: a 401 for the old token joins it.
         guard case .join(id, 1) = machine.need(.rejected(accessToken: "token-alice"), holding: old, at: now) else {
@@ -84,10 +84,10 @@ import Testing
             return
         }
         // The flight committed its tokens, then finished: a 401 for the old token takes the new one.
-        let step2 = machine.flightSettled(id, outcome: .success("t1"))
-        #expect(step2)
-        let step3 = machine.flightFinished(id)
-        #expect(step3)
+        let settled = machine.flightSettled(id, outcome: .success("t1"))
+        #expect(settled)
+        let finished = machine.flightFinished(id)
+        #expect(finished)
         let after = machine.need(.rejected(accessToken: "token-alice"), holding: new, at: now)
         guard case .use("t1") = after else {
             Issue.record("a 401 after the flight finished did not take its token: \(after)")

@@ -35,8 +35,8 @@ import Testing
             Issue.record("expected a start, got \(action)", sourceLocation: sourceLocation)
             return nil
         }
-        let step1 = machine.launched(id, handle: handle)
-        #expect(step1, sourceLocation: sourceLocation)
+        let launched = machine.launched(id, handle: handle)
+        #expect(launched, sourceLocation: sourceLocation)
         return id
     }
 
@@ -54,12 +54,12 @@ import Testing
 
     @Test(.timeLimit(.minutes(1))) func aNeedAfterTheSessionEndedFails() {
         var machine = machine()
-        let step2 = machine.need(.forced, holding: nil, at: now)
-        #expect(code(step2) == .sessionEnded, "no tokens: the session ended")
+        let action = machine.need(.forced, holding: nil, at: now)
+        #expect(code(action) == .sessionEnded, "no tokens: the session ended")
         machine.sessionEnded(with: SessionError.ended).expectNone()
         for reason in [Machine.Reason.forced, .proactive, .rejected(accessToken: "t0")] {
-            let step3 = machine.need(reason, holding: held(expiring: true), at: now)
-            #expect(code(step3) == .sessionEnded)
+            let action2 = machine.need(reason, holding: held(expiring: true), at: now)
+            #expect(code(action2) == .sessionEnded)
         }
         #expect(machine.flightInProgress == nil)
         #expect(machine.history.isEmpty)
@@ -67,12 +67,12 @@ import Testing
 
     @Test(.timeLimit(.minutes(1))) func aRejectedTokenThatWasReplacedIsAnsweredWithTheCurrentOne() {
         var machine = machine()
-        let step4 = machine.need(.rejected(accessToken: "old"), holding: held("t1"), at: now)
-        #expect(used(step4) == "t1")
+        let action = machine.need(.rejected(accessToken: "old"), holding: held("t1"), at: now)
+        #expect(used(action) == "t1")
         // Also with a flight in progress: the replacement is the token to send, whatever the flight brings.
         start(&machine)
-        let step5 = machine.need(.rejected(accessToken: "old"), holding: held("t1"), at: now)
-        #expect(used(step5) == "t1")
+        let action2 = machine.need(.rejected(accessToken: "old"), holding: held("t1"), at: now)
+        #expect(used(action2) == "t1")
         #expect(machine.history.count == 1)
     }
 
@@ -93,8 +93,8 @@ import Testing
 
     @Test(.timeLimit(.minutes(1))) func aProactiveNeedForAFreshTokenUsesIt() {
         var machine = machine()
-        let step6 = machine.need(.proactive, holding: held("t0"), at: now)
-        #expect(used(step6) == "t0")
+        let action = machine.need(.proactive, holding: held("t0"), at: now)
+        #expect(used(action) == "t0")
         #expect(machine.flightInProgress == nil)
         #expect(machine.history.isEmpty)
     }
@@ -111,16 +111,16 @@ import Testing
             #expect(machine.flightInProgress?.id == id)
             #expect(machine.flightInProgress?.refreshToken == "r0")
             #expect(machine.flightHandle == nil)
-            let step7 = machine.launched(id, handle: "h")
-            #expect(step7)
+            let launched = machine.launched(id, handle: "h")
+            #expect(launched)
             #expect(machine.flightHandle == "h")
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func withoutARefreshTokenTheNeedFailsWithAccessExpired() {
         var machine = machine()
-        let step8 = machine.need(.rejected(accessToken: "t0"), holding: held(refresh: nil), at: now)
-        #expect(code(step8) == .accessExpired)
+        let action = machine.need(.rejected(accessToken: "t0"), holding: held(refresh: nil), at: now)
+        #expect(code(action) == .accessExpired)
         #expect(machine.flightInProgress == nil)
         #expect(machine.history.isEmpty, "a refused need counts nothing")
     }
@@ -131,10 +131,10 @@ import Testing
         for _ in 0..<10 {
             let id = try #require(start(&machine))
             #expect(seen.insert(id).inserted)
-            let step9 = machine.flightSettled(id, outcome: .success("t"))
-            #expect(step9)
-            let step10 = machine.flightFinished(id)
-            #expect(step10)
+            let settled = machine.flightSettled(id, outcome: .success("t"))
+            #expect(settled)
+            let finished = machine.flightFinished(id)
+            #expect(finished)
         }
     }
 
@@ -162,8 +162,8 @@ import Testing
             let id = try #require(start(&machine, .rejected(accessToken: "t\(n)"), holding: held("t\(n)")))
             machine.flightFinished(id)
         }
-        let step11 = machine.need(.rejected(accessToken: "t5"), holding: held("t5"), at: now)
-        #expect(code(step11) == .excessiveRefresh)
+        let refused = machine.need(.rejected(accessToken: "t5"), holding: held("t5"), at: now)
+        #expect(code(refused) == .excessiveRefresh)
         let hour = held("t5", lifetime: .seconds(3600), expiring: true)
         let action = machine.need(.proactive, holding: hour, at: now)
         guard case .start(_, let refreshToken) = action else {
@@ -208,8 +208,8 @@ import Testing
 
     @Test(.timeLimit(.minutes(1))) func boundsThatAreNotPositiveNeverCrash() {
         var none = machine(maximumRefreshes: 0)
-        let step12 = none.need(.forced, holding: held(), at: now)
-        #expect(code(step12) == .excessiveRefresh, "no refresh is allowed")
+        let action = none.need(.forced, holding: held(), at: now)
+        #expect(code(action) == .excessiveRefresh, "no refresh is allowed")
         var negative = machine(maximumRefreshes: 1, window: .seconds(-1))
         for _ in 0..<3 {
             guard case .start(let id, _) = negative.need(.forced, holding: held(), at: now) else {
@@ -225,43 +225,43 @@ import Testing
 
     @Test(.timeLimit(.minutes(1))) func launchingAFlightThatIsNotInProgressIsRefused() throws {
         var machine = machine()
-        let step13 = machine.launched(Machine.FlightID(rawValue: 7), handle: "stray")
-        #expect(!step13, "no flight")
+        let launched = machine.launched(Machine.FlightID(rawValue: 7), handle: "stray")
+        #expect(!launched, "no flight")
         let id = try #require(start(&machine, handle: "h"))
-        let step14 = machine.launched(id, handle: "twice")
-        #expect(!step14, "launched once only")
-        let step15 = machine.launched(Machine.FlightID(rawValue: id.rawValue + 1), handle: "other")
-        #expect(!step15)
+        let launched2 = machine.launched(id, handle: "twice")
+        #expect(!launched2, "launched once only")
+        let launched3 = machine.launched(Machine.FlightID(rawValue: id.rawValue + 1), handle: "other")
+        #expect(!launched3)
         #expect(machine.flightHandle == "h")
     }
 
     @Test(.timeLimit(.minutes(1))) func eventsForAnotherFlightChangeNothing() throws {
         var machine = machine()
         let stray = Machine.FlightID(rawValue: 99)
-        let step16 = machine.flightSettled(stray, outcome: .success("t"))
-        #expect(!step16)
-        let step17 = machine.flightFinished(stray)
-        #expect(!step17)
+        let settled = machine.flightSettled(stray, outcome: .success("t"))
+        #expect(!settled)
+        let finished = machine.flightFinished(stray)
+        #expect(!finished)
         let id = try #require(start(&machine))
-        let step18 = machine.flightSettled(stray, outcome: .failure(SessionError.ended))
-        #expect(!step18)
-        let step19 = machine.flightFinished(stray)
-        #expect(!step19)
+        let settled2 = machine.flightSettled(stray, outcome: .failure(SessionError.ended))
+        #expect(!settled2)
+        let finished2 = machine.flightFinished(stray)
+        #expect(!finished2)
         #expect(machine.flightInProgress?.id == id)
-        let step20 = machine.flightFinished(id)
-        #expect(step20)
-        let step21 = machine.flightFinished(id)
-        #expect(!step21, "finished once only")
-        let step22 = machine.flightSettled(id, outcome: .success("late"))
-        #expect(!step22)
+        let finished3 = machine.flightFinished(id)
+        #expect(finished3)
+        let finished4 = machine.flightFinished(id)
+        #expect(!finished4, "finished once only")
+        let settled3 = machine.flightSettled(id, outcome: .success("late"))
+        #expect(!settled3)
         #expect(machine.flightInProgress == nil)
     }
 
     @Test(.timeLimit(.minutes(1))) func aSettledFlightIsStillJoinedUntilItFinishes() throws {
         var machine = machine()
         let id = try #require(start(&machine))
-        let step23 = machine.flightSettled(id, outcome: .failure(SessionError(.networkUnavailable, "offline")))
-        #expect(step23)
+        let settled = machine.flightSettled(id, outcome: .failure(SessionError(.networkUnavailable, "offline")))
+        #expect(settled)
         guard case .join(let joined, _) = machine.need(.forced, holding: held(), at: now) else {
             Issue.record("a settled flight was not joined")
             return
@@ -298,8 +298,8 @@ import Testing
             #expect(error == expected)
             #expect(machine.hasEnded)
             #expect(machine.flightInProgress == nil)
-            let step25 = machine.flightFinished(id)
-            #expect(!step25, "the ended flight is no longer in progress")
+            let finished = machine.flightFinished(id)
+            #expect(!finished, "the ended flight is no longer in progress")
             machine.sessionEnded(with: ended).expectNone()
         }
     }
@@ -319,10 +319,10 @@ import Testing
         let id = try #require(start(&machine, .rejected(accessToken: "t0"), holding: held("t0", refresh: "r0")))
         let committed = held("t1", refresh: "r1")
         // Committed, not yet finished: the 401 for the old token takes the new one.
-        let step26 = machine.need(.rejected(accessToken: "t0"), holding: committed, at: now)
-        #expect(used(step26) == "t1")
-        let step27 = machine.flightSettled(id, outcome: .success("t1"))
-        #expect(step27)
+        let duringFlight = machine.need(.rejected(accessToken: "t0"), holding: committed, at: now)
+        #expect(used(duringFlight) == "t1")
+        let settled = machine.flightSettled(id, outcome: .success("t1"))
+        #expect(settled)
         machine.flightFinished(id)
         // Finished: the same.
         let action = machine.need(.rejected(accessToken: "t0"), holding: committed, at: now)
