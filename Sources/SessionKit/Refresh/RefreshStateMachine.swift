@@ -8,34 +8,45 @@
 /// `Handle` is what the refresher keeps of a flight (its task and its result); the machine stores it and hands it
 /// back, and never looks inside.
 ///
-/// | State                  | Event                                         | Action                             | New state                   |
-/// |------------------------|-----------------------------------------------|------------------------------------|-----------------------------|
-/// | ended, or no tokens    | `need(any)`                                   | `.fail(sessionEnded)`              | unchanged                   |
-/// | any                    | `need(.rejected(a))`, held access token ≠ a   | `.use(held)`                       | unchanged                   |
-/// | flight F               | `need(any)` (not answered above)              | `.join(F)`                         | unchanged                   |
-/// | idle                   | `need(.proactive)`, held not expiring         | `.use(held)`                       | unchanged                   |
-/// | idle, guard full       | `need`, counting                              | `.fail(excessiveRefresh)`          | history pruned              |
-/// | idle                   | `need`, no refresh token                      | `.fail(accessExpired)`             | history pruned              |
-/// | idle                   | `need` (otherwise)                            | `.start(F, held refresh token)`    | flight F (history + now if counting) |
-/// | flight F, no handle    | `launched(F, h)`                              | `true`                             | flight F with handle h      |
-/// | other                  | `launched(G, h)`                              | `false`                            | unchanged                   |
-/// | flight F               | `flightSettled(F, outcome)`                   | `true` (report the outcome)        | flight F, settled           |
-/// | other                  | `flightSettled(G, outcome)`                   | `false`                            | unchanged                   |
-/// | flight F               | `flightFinished(F)`                           | `true`                             | idle                        |
-/// | other                  | `flightFinished(G)`                           | `false`                            | unchanged                   |
-/// | flight F (handle h)    | `sessionEnded(e)`                             | `.cancel(h, F's own failure or e)` | ended, idle                 |
-/// | idle or ended          | `sessionEnded(e)`                             | `.none`                            | ended, idle                 |
+/// | State               | Event                            | Action                       | New state             |
+/// |---------------------|----------------------------------|------------------------------|-----------------------|
+/// | ended, or no tokens | `need(any)`                      | `.fail(sessionEnded)`        | unchanged             |
+/// | any                 | `need(.rejected(a))`, held ≠ a   | `.use(held)`                 | unchanged             |
+/// | flight F            | `need(any)`, not answered above  | `.join(F)`                   | unchanged             |
+/// | idle                | `need(.proactive)`, not expiring | `.use(held)`                 | unchanged             |
+/// | idle, guard full    | `need`, counting                 | `.fail(excessiveRefresh)`    | history pruned        |
+/// | idle                | `need`, no refresh token         | `.fail(accessExpired)`       | history pruned        |
+/// | idle                | `need`, otherwise                | `.start(F, held refresh)`    | F (+ now if counting) |
+/// | flight F, no handle | `launched(F, h)`                 | `true`                       | F with handle h       |
+/// | other               | `launched(G, h)`                 | `false`                      | unchanged             |
+/// | flight F            | `flightSettled(F, outcome)`      | `true` (report it)           | F, settled            |
+/// | other               | `flightSettled(G, outcome)`      | `false`                      | unchanged             |
+/// | flight F            | `flightFinished(F)`              | `true`                       | idle                  |
+/// | other               | `flightFinished(G)`              | `false`                      | unchanged             |
+/// | flight F, handle h  | `sessionEnded(e)`                | `.cancel(h, own error ?? e)` | ended, idle           |
+/// | idle or ended       | `sessionEnded(e)`                | `.none`                      | ended, idle           |
 ///
-/// "Counting" is ``countsAgainstLoopGuard(_:reason:)``: every refresh counts but a proactive one of a token that
-/// lives at least `2 × window / maximumRefreshes`, which starts whatever the history holds.
+/// "Held" is the session's access token, "held refresh" its refresh token; "own error" is the flight's failure
+/// once settled with one. "Counting" is ``countsAgainstLoopGuard(_:reason:)``: every refresh counts but a proactive
+/// one of a token that lives at least `2 × window / maximumRefreshes`, which starts whatever the history holds. A
+/// need that finds a flight without a handle is a programmer error (the refresher launches a flight in the critical
+/// section that started it).
 ///
-/// The decision a refresh makes once it holds the shared store's cross-process lock is
-/// ``storedRecordRead(_:presenting:holding:at:)``, a function of what it read.
+/// What a refresh does once it holds the shared store's cross-process lock is a function of what it read,
+/// ``storedRecordRead(_:presenting:holding:at:)`` (no state, no event). "Another" is a refresh token other than the
+/// flight's; "held" the access token the session holds:
+///
+/// | Stored record                                     | Action                         |
+/// |---------------------------------------------------|--------------------------------|
+/// | none                                              | `.signedOutElsewhere`          |
+/// | no refresh token, or the flight's                 | `.present(the flight's)`       |
+/// | another, its access token has time left, not held | `.adopt(stored tokens)`        |
+/// | another, its access token expired, absent or held | `.present(the stored, newest)` |
 ///
 /// - Important: A flight commits its tokens to the session before the machine hears ``flightFinished(_:)``, and a
 ///   need reads the session's tokens inside the machine's critical section: a need either finds the flight (and
 ///   joins it) or finds its tokens. It can never hold the refresh token a flight has just presented and find no
-///   flight, which made a caller present that token again (RFC 9700 §4.14.2: reuse revokes the grant).
+///   flight, which would make a caller present that token again (RFC 9700 §4.14.2: reuse revokes the grant).
 struct RefreshStateMachine<Handle: Sendable>: Sendable {
     /// One flight's number, unique within its machine.
     struct FlightID: Hashable, Sendable, CustomStringConvertible {

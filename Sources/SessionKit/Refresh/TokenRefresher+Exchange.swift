@@ -2,9 +2,10 @@ extension TokenRefresher {
     /// Refreshes: with the store's cross-process lock when it has one, else at once. A success is committed to the
     /// session when this returns.
     ///
-    /// Holding the lock, the stored record is read again and ``RefreshStateMachine/storedRecordRead(_:presenting:holding:at:)``
-    /// decides: end the session (the record is gone), adopt another process's tokens, or present a refresh token,
-    /// the newest there is. The lock is released once the result is stored.
+    /// Holding the lock, the stored record is read again and
+    /// ``RefreshStateMachine/storedRecordRead(_:presenting:holding:at:)`` decides: end the session (the record is
+    /// gone), adopt another process's tokens, or present a refresh token, the newest there is. The lock is released
+    /// once the result is stored.
     func run(presenting refreshToken: String, for session: UserSession) async -> Result<String, SessionError> {
         guard let store = session.vault?.store, let lock = store.refreshLock else {
             return await exchange(presenting: refreshToken, for: session)
