@@ -148,6 +148,44 @@ import Testing
 }
 
 extension CrossProcessRefreshTests {
+    /// Another process rotated the refresh token, and the access token it stored has expired too: this process
+    /// presents the stored (newest) refresh token, never the one it holds, which the server has retired (with reuse
+    /// detection, presenting it revokes the grant).
+    @Test func aRefreshAfterAnotherProcessRotatedAndItsAccessTokenExpiredPresentsTheStoredRefreshToken()
+        async throws
+    {
+        try await TemporaryDirectory.with { root in
+            try await MockAuthorizationServer.withRunning { mock in
+                let directory = root.appendingPathComponent("credentials")
+                let account = try await Self.seed(mock, directory: directory)
+                let first = try Self.manager(mock, directory: directory)
+                let second = try Self.manager(mock, directory: directory)
+                await first.restore()
+                await second.restore()
+                let one = try #require(first.current)
+                let two = try #require(second.current)
+                let retired = try #require(two.tokens?.refreshToken)
+                try await one.refreshTokens()
+                // The access token the first process stored has expired since.
+                let store = try FileCredentialStore(directory: directory)
+                var record = try #require(try await store.load(for: account))
+                #expect(record.refreshToken != retired)
+                record.accessTokenExpiresAt = Date().addingTimeInterval(-1)
+                try await store.save(record)
+
+                try await two.refreshTokens()
+
+                #expect(mock.reuseDetectionCount == 0, "the retired refresh token was presented")
+                #expect(mock.repeatedRefreshTokenCount == 0)
+                #expect(mock.tokenRequestCount(grant: .refreshToken) == 2)
+                #expect(two.isActive)
+                let stored = try #require(try await store.load(for: account)?.refreshToken)
+                #expect(stored == two.tokens?.refreshToken)
+                #expect(mock.isActive(token: stored))
+            }
+        }
+    }
+
     @Test func aSwitchNeverWritesBackARefreshTokenAnotherProcessRotated() async throws {
         try await TemporaryDirectory.with { root in
             try await MockAuthorizationServer.withRunning { mock in

@@ -58,44 +58,82 @@ import Testing
         #expect(!session.isActive)
     }
 
-    /// A refresh needed just as the one in flight finishes: the flight commits its tokens and leaves, and the new
-    /// call must see those tokens, not present the refresh token the flight just used (which a server with reuse
-    /// detection answers by revoking the grant). The window is a few instructions wide, between the refresher's
-    /// two reads; the interleaving test hit it twice in 42,000 schedules on a loaded machine.
-    @Test func aRefreshNeededAsTheFlightFinishesDoesNotPresentItsRefreshTokenAgain() async throws {
-        // Given a forced refresh held at the token endpoint
-        let gate = Gate()
-        let endpoint = rotatingEndpoint(gate: gate)
+    /// A refresh needed just as the one in flight finishes must see the flight's tokens, never present the refresh
+    /// token the flight just used (a server with reuse detection answers that by revoking the grant). The refresher
+    /// reads the session's tokens inside the state machine's critical section and a flight commits before it
+    /// finishes, so the decision is made from (flight in progress, its tokens committed or not) read together; the
+    /// machine is shown here to answer both orders without a second presentation.
+    @Test func aRefreshNeededAsTheFlightFinishesDoesNotPresentItsRefreshTokenAgain() throws {
+        typealias Machine = RefreshStateMachine<Int>
+        let now = ContinuousClock.now
+        let old = Machine.Held(tokens: tokens("alice"), expiring: false)
+        let new = Machine.Held(
+            tokens: TokenSet(accessToken: "t1", refreshToken: "r1", lifetime: .seconds(3600)), expiring: false)
+        var machine = Machine(maximumRefreshes: 5, window: .seconds(30))
+        guard case .start(let id, let presented) = machine.need(.forced, holding: old, at: now) else {
+            Issue.record("no flight started")
+            return
+        }
+        #expect(presented == "refresh-alice")
+        let launched = machine.launched(id, handle: 1)
+        #expect(launched)
+
+        // The flight is in progress and has not committed: a 401 for the old token joins it.
+        guard case .join(id, 1) = machine.need(.rejected(accessToken: "token-alice"), holding: old, at: now) else {
+            Issue.record("a 401 during the flight did not join it")
+            return
+        }
+        // The flight committed its tokens, then finished: a 401 for the old token takes the new one.
+        let settled = machine.flightSettled(id, outcome: .success("t1"))
+        #expect(settled)
+        let finished = machine.flightFinished(id)
+        #expect(finished)
+        let after = machine.need(.rejected(accessToken: "token-alice"), holding: new, at: now)
+        guard case .use("t1") = after else {
+            Issue.record("a 401 after the flight finished did not take its token: \(after)")
+            return
+        }
+        #expect(machine.flightInProgress == nil)
+    }
+
+    /// The same at the session: a 401 for the token a finished refresh replaced is answered with the new token, and
+    /// the endpoint sees the refresh token once.
+    @Test func aRejectionOfTheTokenAFinishedRefreshReplacedPresentsNothing() async throws {
+        let endpoint = rotatingEndpoint()
         let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint)
         let refresher = try #require(session.refresher)
-        let first = Task { try await session.refreshTokens() }
-        await gate.waitForArrivals(1)
-
-        // When a second refresh is between the refresher's two reads while the first commits and leaves
-        let reached = Lock(false)
-        let proceed = DispatchSemaphore(value: 0)
-        refresher.betweenReads.withLock { hook in
-            hook = {
-                reached.withLock { $0 = true }
-                // Bounded, so that a refresher that needs its actor to finish the flight fails instead of hanging.
-                _ = proceed.wait(timeout: .now() + 5)
-            }
-        }
-        let second = Task { try await session.refreshTokens() }
-        #expect(await eventually(within: .seconds(30)) { reached.withLock { $0 } })
-        refresher.betweenReads.withLock { $0 = nil }
-        gate.open()
-        // The flight has left once nobody waits for it (its caller resumes only on the refresher, which the hook
-        // holds).
-        #expect(await eventually(within: .seconds(30)) { refresher.callersWaitingForFlight == 0 })
-        proceed.signal()
-        try await first.value
-
-        // Then it takes the flight's result: the refresh token was presented once, and the user stays signed in
-        do { try await second.value } catch { Issue.record("the second refresh failed: \(error)") }
+        try await session.refreshTokens()
+        try await refresher.recover(session, rejectedToken: "token-alice")
         #expect(endpoint.presented == ["refresh-alice"])
         #expect(session.isActive)
         #expect(session.tokens?.accessToken == "t1")
+        session.end()
+    }
+
+    /// A proactive refresh of a token that lives long enough never counts against the loop guard, also when
+    /// 401-driven refreshes have filled its window: the user keeps a token although the server rejected a few.
+    @Test func aProactiveRefreshOfAnHourTokenStartsAfter401sFilledTheLoopGuard() async throws {
+        let clock = ManualClock()
+        // Hour-long tokens, each received with ten seconds left, so that every one is within its margin at once.
+        let endpoint = ScriptedTokenEndpoint { _, n in
+            TokenSet(
+                accessToken: "t\(n)", refreshToken: "r\(n)", lifetime: .seconds(3600),
+                receivedAt: clock.now.advanced(by: .seconds(-3590)))
+        }
+        let session = UserSession(
+            account: alice, tokens: tokens("alice", clock: clock),
+            configuration: UserSession.Configuration(clock: clock),
+            tokenEndpoint: endpoint)
+        let refresher = try #require(session.refresher)
+        for _ in 0..<5 { try await refresher.recover(session, rejectedToken: session.tokens?.accessToken ?? "") }
+        let refused = await #expect(throws: SessionError.self) {
+            try await refresher.recover(session, rejectedToken: session.tokens?.accessToken ?? "")
+        }
+        #expect(refused?.code == .excessiveRefresh)
+
+        try await refresher.refreshIfExpiring(session)
+        #expect(endpoint.count == 6, "the proactive refresh was refused")
+        #expect(session.tokens?.accessToken == "t6")
         session.end()
     }
 

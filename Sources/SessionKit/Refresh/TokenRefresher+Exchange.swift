@@ -1,0 +1,111 @@
+extension TokenRefresher {
+    /// Refreshes: with the store's cross-process lock when it has one, else at once. A success is committed to the
+    /// session when this returns.
+    ///
+    /// Holding the lock, the stored record is read again and
+    /// ``RefreshStateMachine/storedRecordRead(_:presenting:holding:at:)`` decides: end the session (the record is
+    /// gone), adopt another process's tokens, or present a refresh token, the newest there is. The lock is released
+    /// once the result is stored.
+    func run(presenting refreshToken: String, for session: UserSession) async -> Result<String, SessionError> {
+        guard let store = session.vault?.store, let lock = store.refreshLock else {
+            return await exchange(presenting: refreshToken, for: session)
+        }
+        let held: CrossProcessLock.Held
+        do {
+            held = try await lock.acquire()
+        } catch let error as SessionError {
+            return .failure(error)
+        } catch {
+            return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+        }
+        defer { held.release() }
+        guard !Task.isCancelled, session.isActive else {
+            return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+        }
+        // Read from the store itself, not behind this process's queue for the account: a sign-out's deletion
+        // queued there waits for this lock.
+        let record: CredentialRecord?
+        do {
+            record = try await store.load(for: session.account)
+        } catch {
+            return .failure(
+                error as? SessionError
+                    ?? SessionError(.storageFailure, "the stored record could not be read (\(type(of: error)))"))
+        }
+        let decision = Machine.storedRecordRead(
+            record.map { $0.tokens(clock: clock) }, presenting: refreshToken, holding: session.tokens?.accessToken,
+            at: clock.now)
+        let presented: String
+        switch decision {
+        case .signedOutElsewhere:
+            session.endSignedOutElsewhere()
+            return .failure(SessionError(.sessionEnded, "the account was signed out in another process"))
+        case .adopt(let tokens):
+            guard case .committed(let accessToken, _) = session.adoptStored(tokens) else {
+                return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
+            }
+            session.report(.refreshed)
+            return .success(accessToken)
+        case .present(let refreshToken):
+            presented = refreshToken
+        }
+        let outcome = await exchange(presenting: presented, for: session)
+        // A rejected grant's record is deleted before the lock is released, so no other process presents it again.
+        if case .failure(let error) = outcome, error.code == .refreshRejected,
+            (try? await store.load(for: session.account))?.refreshToken == presented
+        {
+            try? await store.delete(for: session.account)
+        }
+        return outcome
+    }
+
+    /// Sends the refresh (with retries of transient failures) and commits its result.
+    private func exchange(presenting refreshToken: String, for session: UserSession) async -> Result<
+        String, SessionError
+    > {
+        var attempt = 1
+        while true {
+            guard !Task.isCancelled, session.isActive else {
+                return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+            }
+            do {
+                let tokens = try await endpoint.refresh(using: refreshToken)
+                // Commit in one step that first checks the session is still active; then wait for the store
+                // write, so no waiter resumes before the rotated refresh token is durable.
+                switch session.commitRefreshed(tokens) {
+                case .ended:
+                    return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
+                case .committed(let accessToken, let write):
+                    if let write {
+                        if let error = await write.value {
+                            session.report(.storageFailed(error))
+                        } else {
+                            session.report(.stored)
+                        }
+                    }
+                    session.report(.refreshed)
+                    return .success(accessToken)
+                }
+            } catch let error as SessionError where error.isTransient && attempt < policy.retryPolicy.maximumAttempts {
+                attempt += 1
+                let delay = policy.retryPolicy.delay(
+                    beforeAttempt: attempt,
+                    retryAfter: error.retryAfter,
+                    random: Double.random(in: 0..<1)
+                )
+                do { try await clock.sleep(for: delay) } catch {
+                    return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+                }
+            } catch let error as SessionError {
+                if error.code == .sessionEnded || !session.isActive {
+                    return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+                }
+                return .failure(error)
+            } catch is CancellationError {
+                return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
+            } catch {
+                return .failure(SessionError(.networkUnavailable, "token request failed: \(type(of: error))"))
+            }
+        }
+    }
+}
