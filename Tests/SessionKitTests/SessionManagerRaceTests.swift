@@ -41,6 +41,7 @@ private final class GatedCredentialStore: CredentialStore {
         #expect(report.account == alice)
         #expect(report.purgeIntent == .notRequested && report.credentialDeletion == .notRequested)
         #expect(report.resourcePurges.isEmpty)
+        #expect(report.directoryRemoval == .notRequested && report.refreshTokenRevocation == .notRequested)
         #expect(second.isActive)
         #expect(manager.current === second)
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-2")

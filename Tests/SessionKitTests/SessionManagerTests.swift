@@ -129,6 +129,23 @@ func temporaryDirectory() throws -> URL {
         #expect(revoker.revoked.withLock { $0 } == ["refresh-alice"], "nothing revoked for the empty sign-out")
     }
 
+    @Test func aPurgeIntentThatCannotBeRecordedIsReportedAndThePurgeGoesOn() async throws {
+        let root = try temporaryDirectory()
+        // A file where the journal's folder belongs: the intent cannot be written.
+        try Data().write(to: root.appendingPathComponent("purge-pending"))
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let directory = try #require(manager.directory(for: alice))
+        let report = try #require(await manager.signOut(options: .localOnly))
+        #expect(report.purgeIntent == .failed(.storageFailure))
+        #expect(report.credentialDeletion == .succeeded && report.directoryRemoval == .succeeded)
+        #expect(!report.isPurgeComplete, "the purge went, but not crash-safely")
+        #expect(report.description.contains("purge intent failed (storageFailure)"))
+        #expect(try await store.load(for: alice) == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
+    }
+
     @Test func theReportsDescriptionNamesEveryStepWithItsOutcome() async throws {
         let root = try temporaryDirectory()
         let manager = SessionManager(
@@ -472,6 +489,9 @@ func temporaryDirectory() throws -> URL {
                     .completed(summary: "POST /upload", status: 201), .discarded(summary: "POST /sync"),
                 ])
             #expect(reconciliation.map(\.summary).sorted() == ["POST /sync", "POST /upload"])
+            #expect(
+                Set(reconciliation.map(\.description)) == ["POST /upload: completed (201)", "POST /sync: discarded"])
+            #expect(manager.takeWriteReconciliations(for: alice).isEmpty, "taken once")
             #expect(server.requests.filter { $0.path == "/upload" }.allSatisfy { $0.bearerToken == "token-alice" })
         }
     }
