@@ -1,8 +1,9 @@
 /// What a sign-out did, phase by phase.
 public struct SignOutReport: Sendable, CustomStringConvertible {
-    /// The outcome of one server-side step.
+    /// The outcome of one step: a server step (revocation, the app's and the provider's sign-out) or a purge step.
     public enum StepOutcome: Sendable, Hashable, CustomStringConvertible {
-        /// The app did not ask for this step.
+        /// The step did not run: the app did not ask for it, or it had nothing to do (no data directory to remove;
+        /// a session a re-login replaced, whose account's data belongs to the live session).
         case notRequested
         /// The step succeeded.
         case succeeded
@@ -57,8 +58,9 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
     /// Each registered ``UserScopedResource``'s purge, in registration order, by the resource's name.
     public internal(set) var resourcePurges: [(resource: String, outcome: StepOutcome)] = []
     /// Whether every local purge step that ran succeeded: `false` when any of ``purgeIntent``,
-    /// ``credentialDeletion``, ``directoryRemoval`` or ``resourcePurges`` failed or timed out. A failed step is run
-    /// again at the next launch or the account's next sign-in, whichever comes first.
+    /// ``credentialDeletion``, ``directoryRemoval`` or ``resourcePurges`` failed or timed out. A failed deletion,
+    /// removal or resource purge is run again at the next launch or the account's next sign-in, whichever comes
+    /// first.
     public var isPurgeComplete: Bool {
         ([purgeIntent, credentialDeletion, directoryRemoval] + resourcePurges.map { $0.outcome }).allSatisfy {
             $0 == .succeeded || $0 == .notRequested
