@@ -28,21 +28,23 @@ extension SessionClock {
 }
 
 /// The system's clocks: `ContinuousClock` for decisions, `Date()` for stored records.
-public struct SystemClock: SessionClock {
+///
+/// What a configuration reads when it is given no clock (`clock: nil`); apps never need to name it.
+package struct SystemClock: SessionClock {
     /// Creates the system clock.
-    public init() {}
+    package init() {}
 
     /// The current `ContinuousClock` instant.
-    public var now: ContinuousClock.Instant { ContinuousClock.now }
+    package var now: ContinuousClock.Instant { ContinuousClock.now }
 
     /// The current `Date`.
-    public var wallNow: Date { Date() }
+    package var wallNow: Date { Date() }
 
     /// Sleeps on `ContinuousClock`.
     ///
     /// - Parameter deadline: The instant to wake at.
     /// - Throws: `CancellationError` if cancelled first.
-    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+    package func sleep(until deadline: ContinuousClock.Instant) async throws {
         try await ContinuousClock().sleep(until: deadline, tolerance: nil)
     }
 }

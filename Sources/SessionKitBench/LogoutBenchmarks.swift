@@ -160,7 +160,7 @@ enum LogoutBenchmarks {
         let recorder = startRequests(n, through: session, to: url)
         try await waitUntilHeld(n, session: session, gate: gate)
         let start = ContinuousClock.now
-        let report = await manager.signOut()
+        guard let report = await manager.signOut() else { throw BenchError("nothing to sign out") }
         let (last, failures) = await recorder.waitForAll()
         guard report.cancelledRequests == n, failures == n else {
             throw BenchError("signOut cancelled \(report.cancelledRequests) and failed \(failures) of \(n)")

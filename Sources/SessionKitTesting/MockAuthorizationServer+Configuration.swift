@@ -42,7 +42,7 @@ extension MockAuthorizationServer {
         ///   - devicePollingInterval: Device polling interval; five seconds by default.
         ///   - authorizationCodeLifetime: Authorization code lifetime; one minute by default.
         ///   - tokenResponseCacheControl: `Cache-Control` of token responses; `no-store` by default.
-        ///   - clock: The expiry clock; the system's by default.
+        ///   - clock: The expiry clock; `nil` (the default) reads the system's clocks.
         ///   - server: The underlying server's configuration.
         public init(
             clientID: String = "sessionkit-tests",
@@ -54,7 +54,7 @@ extension MockAuthorizationServer {
             devicePollingInterval: Duration = .seconds(5),
             authorizationCodeLifetime: Duration = .seconds(60),
             tokenResponseCacheControl: String = "no-store",
-            clock: any SessionClock = SystemClock(),
+            clock: (any SessionClock)? = nil,
             server: LocalServer.Configuration = .init()
         ) {
             self.clientID = clientID
@@ -66,7 +66,7 @@ extension MockAuthorizationServer {
             self.devicePollingInterval = devicePollingInterval
             self.authorizationCodeLifetime = authorizationCodeLifetime
             self.tokenResponseCacheControl = tokenResponseCacheControl
-            self.clock = clock
+            self.clock = clock ?? SystemClock()
             self.server = server
         }
     }

@@ -129,13 +129,13 @@ public final class MockAuthorizationServer: Sendable {
     ///
     /// - Parameters:
     ///   - clientID: The client ID to send; this server's ``Configuration/clientID`` by default.
-    ///   - clock: The client's clock.
+    ///   - clock: The client's clock; the system's when `nil`.
     ///   - requestTimeout: The client's wall-clock deadline on one exchange.
     ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
     /// - Returns: The client.
     public func makeClient(
         clientID: String? = nil,
-        clock: any SessionClock = SystemClock(),
+        clock: (any SessionClock)? = nil,
         requestTimeout: Duration = .seconds(30),
         revocationRetry: RetryPolicy? = nil
     ) -> OAuthClient {
@@ -179,10 +179,10 @@ public final class MockAuthorizationServer: Sendable {
     /// - Parameters:
     ///   - user: A registered user.
     ///   - scope: The grant's scope, if any.
-    ///   - clock: The clock the returned token set's expiry is measured on (the client's).
+    ///   - clock: The clock the returned token set's expiry is measured on (the client's); the system's when `nil`.
     /// - Returns: The tokens, as a client would have received them now.
     /// - Throws: `SessionError(.invalidInput)` when the user is unknown.
-    public func issueTokens(for user: String, scope: String? = nil, clock: any SessionClock = SystemClock()) throws
+    public func issueTokens(for user: String, scope: String? = nil, clock: (any SessionClock)? = nil) throws
         -> TokenSet
     {
         let now = core.clock.now
@@ -193,7 +193,8 @@ public final class MockAuthorizationServer: Sendable {
         guard let issued else { throw SessionError(.invalidInput, "the mock has no user named \(user)") }
         return TokenSet(
             accessToken: issued.accessToken, refreshToken: issued.refreshToken, scope: issued.scope,
-            lifetime: issued.lifetime, receivedAt: clock.now, receivedAtWall: clock.wallNow)
+            lifetime: issued.lifetime, receivedAt: (clock ?? SystemClock()).now,
+            receivedAtWall: (clock ?? SystemClock()).wallNow)
     }
 
     /// Whether `token` is an access token the resource would accept now, or a refresh token the token endpoint

@@ -1,8 +1,13 @@
 import Foundation
 import SessionKit
+import SessionKitTesting
 import Testing
 
 @testable import SessionKitCLICore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite(.timeLimit(.minutes(10))) struct DemoTests {
     /// Whether the naive code shows the bug on this platform, by scenario id (`nil`: it depends on the run).
@@ -47,6 +52,39 @@ import Testing
             sessionKit.detail.contains("received 1 request, none with Authorization"),
             "the session follows the redirect, without the token: \(sessionKit.detail)")
         #expect(!naive.detail.contains(token) && !sessionKit.detail.contains(token), "a token was printed")
+    }
+
+    /// The naive cache answers Bob from Alice's entry: his request never reaches the server, where the server would
+    /// have answered him as himself. `no-store` is the one variant the naive layer honours.
+    @Test(arguments: CacheLeakScenario.variants.map(\.name))
+    func theNaiveCacheAnswersBobWithoutAskingTheServer(variant name: String) async throws {
+        let variant = try #require(CacheLeakScenario.variants.first { $0.name == name })
+        let naive = try await CacheLeakScenario.naive(variant)
+        guard let leaks = Self.naiveLeaks("cache-leak/\(name)") else { return }
+        #expect(naive.leaked == leaks, "\(naive.detail)")
+        #expect(naive.detail.contains(leaks ? "(1 server request)" : "(2 server requests)"), "\(naive.detail)")
+    }
+
+    /// Why the naive scenario writes its own cache layer: on Linux, a URLSession with a URLCache stores nothing by
+    /// itself, so Foundation alone never shows the cache leak there.
+    @Test func foundationOnLinuxCachesNothingByItself() async throws {
+        try await LocalServer.withRunning { server in
+            server.route("/me/profile") { request in
+                .json(#"{"name":"\#(DemoSupport.user(of: request))"}"#, headers: [("Cache-Control", "max-age=60")])
+            }
+            let configuration = URLSessionConfiguration.default
+            configuration.urlCache = URLCache(memoryCapacity: 1_000_000, diskCapacity: 0, diskPath: nil)
+            let urlSession = URLSession(configuration: configuration)
+            defer { urlSession.invalidateAndCancel() }
+            for user in ["alice", "bob"] {
+                let (data, _) = try await urlSession.data(
+                    for: DemoSupport.get(server, "/me/profile", token: "token-\(user)"))
+                #expect(DemoSupport.text(data) == #"{"name":"\#(user)"}"#)
+            }
+            #if os(Linux)
+                #expect(server.requests.count == 2, "both requests reached the server")
+            #endif
+        }
     }
 
     @Test func theHelpListsEveryScenario() {

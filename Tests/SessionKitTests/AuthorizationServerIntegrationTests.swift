@@ -246,7 +246,7 @@ struct AuthorizationServerIntegrationTests {
             try await oauth.password(username: user.username, password: user.password)
         }
         let tokens = try #require(session.tokens)
-        let report = await manager.signOut()
+        let report = try #require(await manager.signOut())
         #expect(report.refreshTokenRevocation == .succeeded)
         #expect(try await server.me(accessToken: tokens.accessToken).status == 401)
         let refresh = try await server.refresh(try #require(tokens.refreshToken))
@@ -303,7 +303,7 @@ struct AuthorizationServerIntegrationTests {
         }
         let directory = try #require(manager.directory(for: session.account))
         try Data("cache".utf8).write(to: directory.appendingPathComponent("profile.json"))
-        let report = await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5)))
+        let report = try #require(await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5))))
         #expect(report.refreshTokenRevocation != .succeeded)
         #expect(try await store.accounts().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory.path))

@@ -265,10 +265,10 @@ import Testing
                 await eventually { mock.revocationRequestCount == 1 && fixture.clock.sleepers > 0 }
                 fixture.clock.advance(by: .seconds(5))
             }
-            let report = await signOut.value
+            let report = try #require(await signOut.value)
 
             #expect(report.refreshTokenRevocation == outcome)
-            #expect(report.purged.contains("credentials"))
+            #expect(report.credentialDeletion == .succeeded)
             #expect(!fixture.session.isActive)
             #expect(fixture.manager.current == nil)
             #expect(await fixture.store.accounts().isEmpty)

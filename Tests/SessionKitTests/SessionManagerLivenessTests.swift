@@ -35,8 +35,9 @@ import Testing
         let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
         manager.register(analytics)
         try await manager.signIn(alice, tokens: tokens("alice"))
-        let report = await manager.signOut(options: .localOnly)
-        #expect(report.purgeFailures == ["analytics"])
+        let report = try #require(await manager.signOut(options: .localOnly))
+        #expect(report.resourcePurges.map { $0.outcome } == [.failed(.storageFailure)])
+        #expect(!report.isPurgeComplete)
 
         // Alice signs in again, writes a file, and the app is closed.
         try await manager.signIn(alice, tokens: tokens("alice", refresh: "refresh-alice-2"))
@@ -208,7 +209,7 @@ import Testing
             try await session.refreshTokens()
             held.open()
             _ = try await write.value
-            let report = await signOut.value
+            let report = try #require(await signOut.value)
             #expect(report.writesWaitedFor == 1)
             #expect(revoker.revoked.withLock { $0 } == ["refresh-alice-1"])
             #expect(await store.load(for: alice) == nil)
@@ -232,9 +233,13 @@ import Testing
         await hung.waitForArrivals(1)
         await eventually { clock.sleepers >= 1 }
         clock.advance(by: .seconds(3))
-        let report = await signOut.value
-        #expect(report.purged == ["credentials"])
-        #expect(report.purgeFailures == ["search index: timed out"])
+        let report = try #require(await signOut.value)
+        #expect(report.credentialDeletion == .succeeded)
+        #expect(report.directoryRemoval == .notRequested, "the manager has no data directory")
+        #expect(report.resourcePurges.map { $0.resource } == ["search index"])
+        #expect(report.resourcePurges.map { $0.outcome } == [.timedOut])
+        #expect(!report.isPurgeComplete)
+        #expect(report.description.contains("search index timed out"), "the description hides no failure")
         hung.open()
     }
 

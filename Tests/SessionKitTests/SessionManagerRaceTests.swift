@@ -36,9 +36,12 @@ private final class GatedCredentialStore: CredentialStore {
         let second = try await manager.signIn(alice, tokens: tokens("alice-2"))
         #expect(!first.isActive)
 
-        let report = await manager.signOut(first, options: .localOnly)
+        let report = try #require(await manager.signOut(first, options: .localOnly))
 
-        #expect(report.purged.isEmpty)
+        #expect(report.account == alice)
+        #expect(report.purgeIntent == .notRequested && report.credentialDeletion == .notRequested)
+        #expect(report.resourcePurges.isEmpty)
+        #expect(report.directoryRemoval == .notRequested && report.refreshTokenRevocation == .notRequested)
         #expect(second.isActive)
         #expect(manager.current === second)
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-2")
@@ -60,9 +63,9 @@ private final class GatedCredentialStore: CredentialStore {
             revocation.open()
             return tokens("alice-2")
         }
-        let report = await signOut.value
+        let report = try #require(await signOut.value)
 
-        #expect(report.purged.contains("credentials"))
+        #expect(report.credentialDeletion == .succeeded)
         #expect(second.isActive)
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-2")
     }

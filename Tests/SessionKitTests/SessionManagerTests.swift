@@ -74,10 +74,12 @@ func temporaryDirectory() throws -> URL {
         // The record is deleted before any server is contacted: a kill during revocation cannot bring Alice back.
         #expect(try await store.load(for: alice) == nil, "the record is gone before revocation")
         gate.open()
-        let report = await signOut.value
+        let report = try #require(await signOut.value)
         #expect(report.refreshTokenRevocation == .succeeded)
         #expect(revoker.revoked.withLock { $0 } == ["refresh-alice"])
-        #expect(report.purged.starts(with: ["credentials", "directory"]))
+        #expect(report.credentialDeletion == .succeeded)
+        #expect(report.directoryRemoval == .succeeded)
+        #expect(report.isPurgeComplete)
         #expect(try await store.load(for: alice) == nil)
         #expect(!FileManager.default.fileExists(atPath: directory.path))
     }
@@ -99,7 +101,7 @@ func temporaryDirectory() throws -> URL {
         let bounded = await eventually(within: .seconds(60)) { clock.sleepers > 0 }
         try #require(bounded, "the sign-out waits for the revocation without a deadline on the session's clock")
         clock.advance(by: .seconds(5))
-        let report = await signOut.value
+        let report = try #require(await signOut.value)
         #expect(report.refreshTokenRevocation == .timedOut)
         #expect(try await store.load(for: alice) == nil)
         #expect(manager.sessions.isEmpty)
@@ -109,9 +111,67 @@ func temporaryDirectory() throws -> URL {
                 store: store, revoker: ScriptedRevoker(failure: SessionError(.networkUnavailable, "offline")))
         )
         try await offline.signIn(bob, tokens: tokens("bob"))
-        let offlineReport = await offline.signOut()
+        let offlineReport = try #require(await offline.signOut())
         #expect(offlineReport.refreshTokenRevocation == .failed(.networkUnavailable))
         #expect(try await store.accounts().isEmpty)
+    }
+
+    @Test func signingOutWithNoSessionReportsNothingAndChangesNothing() async throws {
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let revoker = ScriptedRevoker()
+        let manager = SessionManager(configuration: .init(store: store, revoker: revoker))
+        #expect(await manager.signOut() == nil, "no session was ever current")
+
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        #expect(try #require(await manager.signOut()).account == alice)
+        #expect(await manager.signOut() == nil, "the second sign-out finds no current session")
+        #expect(manager.state == .signedOut)
+        #expect(revoker.revoked.withLock { $0 } == ["refresh-alice"], "nothing revoked for the empty sign-out")
+    }
+
+    @Test func aPurgeIntentThatCannotBeRecordedIsReportedAndThePurgeGoesOn() async throws {
+        let root = try temporaryDirectory()
+        // A file where the journal's folder belongs: the intent cannot be written.
+        try Data().write(to: root.appendingPathComponent("purge-pending"))
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let manager = SessionManager(configuration: .init(store: store, dataDirectory: root))
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let directory = try #require(manager.directory(for: alice))
+        let report = try #require(await manager.signOut(options: .localOnly))
+        #expect(report.purgeIntent == .failed(.storageFailure))
+        #expect(report.credentialDeletion == .succeeded && report.directoryRemoval == .succeeded)
+        #expect(!report.isPurgeComplete, "the purge went, but not crash-safely")
+        #expect(report.description.contains("purge intent failed (storageFailure)"))
+        #expect(try await store.load(for: alice) == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
+    }
+
+    @Test func theReportsDescriptionNamesEveryStepWithItsOutcome() async throws {
+        let root = try temporaryDirectory()
+        let manager = SessionManager(
+            configuration: .init(
+                store: InMemoryCredentialStore(),
+                revoker: ScriptedRevoker(failure: SessionError(.networkUnavailable, "offline")),
+                dataDirectory: root
+            )
+        )
+        manager.registerPurge(named: "notifications") { _ in }
+        manager.registerPurge(named: "analytics") { _ in throw CocoaError(.fileWriteNoPermission) }
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        let report = try #require(await manager.signOut())
+        #expect(report.purgeIntent == .succeeded)
+        #expect(report.directoryRemoval == .succeeded)
+        #expect(report.resourcePurges.map { $0.outcome } == [.succeeded, .failed(.storageFailure)])
+        #expect(!report.isPurgeComplete)
+        for step in [
+            "refresh-token revocation failed (networkUnavailable)", "access-token revocation not requested",
+            "server session not requested", "provider logout not requested", "purge intent succeeded",
+            "credentials succeeded", "directory succeeded", "notifications succeeded",
+            "analytics failed (storageFailure)",
+        ] {
+            #expect(report.description.contains(step), "\(step) in \(report.description)")
+        }
+        #expect(!report.description.contains("refresh-alice") && !report.description.contains("token-alice"))
     }
 
     @Test func revocationCanFinishInTheBackground() async throws {
@@ -120,7 +180,7 @@ func temporaryDirectory() throws -> URL {
         let revoker = ScriptedRevoker(gate: gate)
         let manager = SessionManager(configuration: .init(store: store, revoker: revoker))
         try await manager.signIn(alice, tokens: tokens("alice"))
-        let report = await manager.signOut(options: SignOutOptions(waitForServer: false))
+        let report = try #require(await manager.signOut(options: SignOutOptions(waitForServer: false)))
         #expect(report.refreshTokenRevocation == .inBackground)
         #expect(try await store.load(for: alice) == nil)
         gate.open()
@@ -327,8 +387,8 @@ func temporaryDirectory() throws -> URL {
             let session = try await manager.signIn(alice, tokens: tokens("alice"))
             let refresh = Task { try await session.refreshTokens() }
             await gate.waitForArrivals(1)
-            let report = await manager.signOut(options: .localOnly)
-            #expect(report.purged.contains("credentials"))
+            let report = try #require(await manager.signOut(options: .localOnly))
+            #expect(report.credentialDeletion == .succeeded)
             gate.open()
             await #expect(throws: SessionError.self) { try await refresh.value }
             #expect(try await store.load(for: alice) == nil)
@@ -412,7 +472,7 @@ func temporaryDirectory() throws -> URL {
             let sync = Task { try await session.write(post(server, "/sync"), policy: .discard) }
             await gate.waitForArrivals(2)
             _ = try await rating.value
-            let report = await manager.signOut(options: .localOnly)
+            let report = try #require(await manager.signOut(options: .localOnly))
             #expect(report.writesHandedOff == 1)
             #expect(report.writesDiscarded == 1)
             gate.open()
@@ -424,7 +484,14 @@ func temporaryDirectory() throws -> URL {
             #expect(manager.takeWriteReconciliations(for: bob.self).isEmpty, "nothing of alice's writes reaches bob")
             _ = bobSession
             let reconciliation = manager.takeWriteReconciliations(for: alice)
-            #expect(Set(reconciliation.map(\.outcome)) == [.completed(status: 201), .discarded])
+            #expect(
+                Set(reconciliation) == [
+                    .completed(summary: "POST /upload", status: 201), .discarded(summary: "POST /sync"),
+                ])
+            #expect(reconciliation.map(\.summary).sorted() == ["POST /sync", "POST /upload"])
+            #expect(
+                Set(reconciliation.map(\.description)) == ["POST /upload: completed (201)", "POST /sync: discarded"])
+            #expect(manager.takeWriteReconciliations(for: alice).isEmpty, "taken once")
             #expect(server.requests.filter { $0.path == "/upload" }.allSatisfy { $0.bearerToken == "token-alice" })
         }
     }
@@ -438,7 +505,7 @@ func temporaryDirectory() throws -> URL {
             let signOut = Task { await manager.signOut(options: .localOnly) }
             await eventually { manager.current == nil }
             gate.open()
-            let report = await signOut.value
+            let report = try #require(await signOut.value)
             _ = try await rating.value
             #expect(report.writesWaitedFor == 1)
             #expect(report.cancelledRequests == 0)
@@ -466,7 +533,7 @@ func temporaryDirectory() throws -> URL {
                 gate.open()
                 finishedInTime.withLock { $0 = finished.wait(timeout: .now() + 10) == .success }
             }
-            let report = await manager.signOut(options: .localOnly)
+            let report = try #require(await manager.signOut(options: .localOnly))
             _ = try await rating.value
             #expect(finishedInTime.withLock { $0 }, "the write did not finish during the clear phase")
             #expect(report.writesWaitedFor == 1)
@@ -531,8 +598,10 @@ func temporaryDirectory() throws -> URL {
         }
         let manager = makeManager()
         try await manager.signIn(alice, tokens: tokens("alice"))
-        let report = await manager.signOut(options: .localOnly)
-        #expect(report.purgeFailures == ["analytics"])
+        let report = try #require(await manager.signOut(options: .localOnly))
+        #expect(report.resourcePurges.map { $0.resource } == ["notifications", "analytics"])
+        #expect(report.resourcePurges.map { $0.outcome } == [.succeeded, .failed(.storageFailure)])
+        #expect(!report.isPurgeComplete)
         #expect(order.withLock { $0 } == ["notifications"])
         // Next launch: the interrupted purge is finished first.
         _ = await makeManager().restore()

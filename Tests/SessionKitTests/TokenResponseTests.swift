@@ -41,7 +41,8 @@ import Testing
         #expect(tokens.tokenType == "Bearer")
         #expect(tokens.lifetime == .seconds(3600))
         #expect(tokens.expiresAt == Support.instant.advanced(by: .seconds(3600)))
-        #expect(tokens.receivedAt == Support.wall)
+        #expect(tokens.receivedAt == Support.instant)
+        #expect(tokens.receivedAtWall == Support.wall)
     }
 
     @Test func readsAMinimalResponseWithUnknownLifetime() throws {

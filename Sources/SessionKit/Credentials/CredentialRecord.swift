@@ -9,7 +9,7 @@ import Foundation
 /// - Important: The description redacts every token.
 public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConvertible {
     /// The format version this build writes; a record of another version is refused as corrupt.
-    public static let currentVersion = 1
+    package static let currentVersion = 1
 
     /// The record's format version.
     public var version: Int

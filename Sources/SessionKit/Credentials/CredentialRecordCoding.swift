@@ -14,7 +14,7 @@ enum CredentialRecordCoding {
 
     /// The record as sorted-key JSON.
     ///
-    /// - Parameter record: The record to encode; it must be of ``CredentialRecord/currentVersion``.
+    /// - Parameter record: The record to encode; it must be of the version this build writes.
     /// - Returns: UTF-8 JSON without NUL bytes (JSON escapes them), so it can also travel as a C string.
     /// - Throws: `invalidInput` for a record of another version, `storageFailure` if encoding fails.
     static func encode(_ record: CredentialRecord) throws(SessionError) -> Data {

@@ -23,8 +23,10 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     public var lifetime: Duration?
     /// When the access token expires on the local monotonic clock, or `nil` when the server gave no lifetime.
     public var expiresAt: ContinuousClock.Instant?
+    /// The monotonic instant the response was received: ``expiresAt`` is ``lifetime`` after it.
+    public var receivedAt: ContinuousClock.Instant
     /// The wall-clock time the response was received, kept only to restore a stored access token after restart.
-    public var receivedAt: Date
+    public var receivedAtWall: Date
 
     /// Creates a token set.
     ///
@@ -35,8 +37,8 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     ///   - scope: The granted scope, if known.
     ///   - tokenType: The token type; `Bearer` by default.
     ///   - lifetime: `expires_in`, if the server sent it.
-    ///   - receivedAt: The monotonic instant the response arrived.
-    ///   - receivedAtWall: The wall-clock time the response arrived.
+    ///   - receivedAt: The monotonic instant the response arrived (``receivedAt``), from which the lifetime counts.
+    ///   - receivedAtWall: The wall-clock time the response arrived (``receivedAtWall``).
     public init(
         accessToken: String,
         refreshToken: String? = nil,
@@ -54,7 +56,8 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
         self.tokenType = tokenType
         self.lifetime = lifetime
         self.expiresAt = lifetime.map { receivedAt.advanced(by: $0) }
-        self.receivedAt = receivedAtWall
+        self.receivedAt = receivedAt
+        self.receivedAtWall = receivedAtWall
     }
 
     /// Whether the access token has less than `leeway` left at `now`.
@@ -89,6 +92,7 @@ extension TokenSet: CustomReflectable {
                 "lifetime": lifetime as Any,
                 "expiresAt": expiresAt as Any,
                 "receivedAt": receivedAt,
+                "receivedAtWall": receivedAtWall,
             ],
             displayStyle: .struct
         )

@@ -30,7 +30,7 @@ extension SessionManager {
             let deadline = clock.now.advanced(by: SignOutOptions().localTimeout)
             // An outbox set aside for the account stays for its next sign-in: the disposition asked at sign-out is
             // not known here, and keeping is never another user's gain.
-            if !(await purge(account, outbox: .keepForAccount, deadline: deadline).failures.isEmpty) {
+            if !(await purge(account, outbox: .keepForAccount, deadline: deadline).succeeded) {
                 purging.insert(account)
             }
         }

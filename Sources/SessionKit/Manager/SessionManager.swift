@@ -233,7 +233,7 @@ public final class SessionManager: Sendable, Observable {
     /// ```
     ///
     /// - Parameters:
-    ///   - name: A name for ``SignOutReport/purgeFailures`` and logs.
+    ///   - name: A name for ``SignOutReport/resourcePurges`` and logs.
     ///   - purge: Removes what the app keeps for the account; it may run again after a failure or a crash, so
     ///     it must be idempotent.
     public func registerPurge(
@@ -266,7 +266,7 @@ public final class SessionManager: Sendable, Observable {
     ///
     /// - Parameter account: The account.
     /// - Returns: Its entries, oldest first.
-    public func writeReconciliations(for account: Account) -> [WriteReconciliation] {
+    package func writeReconciliations(for account: Account) -> [WriteReconciliation] {
         ledger.entries(for: account)
     }
 
@@ -452,7 +452,7 @@ public final class SessionManager: Sendable, Observable {
         if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
         guard endingOthers else { return [] }
         var reports: [SignOutReport] = []
-        for other in others { reports.append(await signOut(other, options: options)) }
+        for other in others { if let report = await signOut(other, options: options) { reports.append(report) } }
         return reports
     }
 }

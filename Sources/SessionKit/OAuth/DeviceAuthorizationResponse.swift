@@ -65,7 +65,7 @@ public struct DeviceAuthorizationResponse: Sendable, Equatable, CustomStringConv
     /// - Returns: The response.
     /// - Throws: `SessionError(.malformedResponse)` for a 200 that breaks the rules above; the classified error for a
     ///   failure status.
-    public static func parse(data: Data, statusCode: Int, retryAfter: Duration? = nil) throws
+    package static func parse(data: Data, statusCode: Int, retryAfter: Duration? = nil) throws
         -> DeviceAuthorizationResponse
     {
         let context = "the device authorization response"

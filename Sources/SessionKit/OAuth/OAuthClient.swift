@@ -52,8 +52,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         /// attempts.
         public var clock: any SessionClock
         /// How revocation retries an answer of 503 or 429 and a lost connection: at most
-        /// ``RetryPolicy/maximumAttempts`` attempts, waiting as ``RetryPolicy/delay(beforeAttempt:retryAfter:random:)``
-        /// says; a `Retry-After` longer than ``RetryPolicy/maximumDelay`` is not waited for.
+        /// ``RetryPolicy/maximumAttempts`` attempts, waiting the policy's backoff (full jitter, `Retry-After` as a
+        /// floor); a `Retry-After` longer than ``RetryPolicy/maximumDelay`` is not waited for.
         public var revocationRetry: RetryPolicy
 
         /// Creates a configuration.
@@ -65,7 +65,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         ///   - authorizationEndpoint: The authorization endpoint, if any.
         ///   - clientID: The client identifier.
         ///   - requestTimeout: The wall-clock deadline of one HTTP exchange; 30 seconds by default.
-        ///   - clock: The clock; the system's by default.
+        ///   - clock: The clock; `nil` (the default) reads the system's clocks (`ContinuousClock`, `Date()`).
         ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
         public init(
             tokenEndpoint: URL,
@@ -74,7 +74,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             authorizationEndpoint: URL? = nil,
             clientID: String,
             requestTimeout: Duration = .seconds(30),
-            clock: any SessionClock = SystemClock(),
+            clock: (any SessionClock)? = nil,
             revocationRetry: RetryPolicy = RetryPolicy(
                 maximumAttempts: 3, baseDelay: .milliseconds(500), maximumDelay: .seconds(5),
                 retryableStatuses: [429, 503])
@@ -85,7 +85,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             self.authorizationEndpoint = authorizationEndpoint
             self.clientID = clientID
             self.requestTimeout = requestTimeout
-            self.clock = clock
+            self.clock = clock ?? SystemClock()
             self.revocationRetry = revocationRetry
         }
     }

@@ -18,5 +18,5 @@ extension UserSession {
     }
 
     /// How many responses the session's cache holds, each variant of a URL counted once.
-    public var cachedResponseCount: Int { cache.count }
+    package var cachedResponseCount: Int { cache.count }
 }

@@ -40,26 +40,20 @@ extension UserSession {
             do {
                 return try await data(for: request)
             } catch let error as SessionError where error.code == .sessionEnded && policy == .discard {
-                ledger?.record(WriteReconciliation(account: account, summary: summary, outcome: .discarded))
+                ledger?.record(.discarded(summary: summary), for: account)
                 throw error
             }
         case .handOff:
             do {
                 let result = try await sendHandedOff(request)
                 if !isActive {
-                    ledger?.record(
-                        WriteReconciliation(
-                            account: account,
-                            summary: summary,
-                            outcome: .completed(status: result.1.statusCode)
-                        )
-                    )
+                    ledger?.record(.completed(summary: summary, status: result.1.statusCode), for: account)
                 }
                 return result
             } catch {
                 if !isActive {
                     let code = (error as? SessionError)?.code ?? .networkUnavailable
-                    ledger?.record(WriteReconciliation(account: account, summary: summary, outcome: .failed(code)))
+                    ledger?.record(.failed(summary: summary, code: code), for: account)
                 }
                 throw error
             }

@@ -3,17 +3,19 @@ import Observation
 /// State that belongs to the current session — a screen's data, a store's contents — and accepts writes only
 /// from that session while it is active.
 ///
-/// Bind the container to the current session with ``bind(to:)`` (``SessionManager`` does this for the
-/// containers registered with it). A result is committed with ``commit(_:from:)``, which checks, at the moment
-/// of the commit — after the last `await` of the work that produced it — that the producing session is the
-/// bound one, by identity, and still active. A refused commit is counted in ``discardedCommits``.
+/// Register the container with the ``SessionManager`` (`manager.register(container)`): from then on it is bound
+/// to the manager's current session. A result is committed with ``commit(_:from:)``,
+/// which checks, at the moment of the commit — after the last `await` of the work that produced it — that the
+/// producing session is the bound one, by identity, and still active; a refused commit returns `false` and
+/// changes nothing.
 ///
-/// When the bound session ends or another is bound, the contents go back to the empty value synchronously,
-/// before any `await`, so the next frame shows nothing of the previous account.
+/// When the current session changes (a sign-in, a switch, a sign-out) or the bound session ends, the contents go
+/// back to the empty value synchronously, before any `await`, so the next frame shows nothing of the previous
+/// account.
 ///
 /// ```swift
 /// let loans = SessionScoped<[Loan]>(empty: [])
-/// loans.bind(to: session)
+/// manager.register(loans)
 /// let (data, _) = try await session.data(for: request)
 /// loans.commit(try decoder.decode([Loan].self, from: data), from: session)  // refused if signed out meanwhile
 /// ```
@@ -54,7 +56,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     }
 
     /// How many commits were refused because their session was not the bound one or had ended.
-    public var discardedCommits: Int {
+    package var discardedCommits: Int {
         registrar.access(self, keyPath: \.discardedCommits)
         return state.withLock { $0.discardedCommits }
     }
@@ -67,7 +69,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     /// switching back and forth between two long-lived sessions leaves nothing behind on either.
     ///
     /// - Parameter session: The session whose data the container will hold, or `nil`.
-    public func bind(to session: UserSession?) {
+    package func bind(to session: UserSession?) {
         typealias Previous = (session: UserSession?, endHandler: Int?)
         let previous = state.withLock { state -> Previous? in
             guard state.session !== session else { return nil }
@@ -99,7 +101,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     /// - Parameters:
     ///   - value: The new contents.
     ///   - session: The session whose work produced `value`.
-    /// - Returns: Whether the value was committed; a refusal is counted in ``discardedCommits``.
+    /// - Returns: Whether the value was committed.
     @discardableResult
     public func commit(_ value: Value, from session: UserSession) -> Bool {
         update(from: session) { $0 = value }
@@ -110,7 +112,7 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
     /// - Parameters:
     ///   - session: The session whose work produced the change.
     ///   - change: The change; it runs under the container's lock and must not block or call back into it.
-    /// - Returns: Whether the change was applied; a refusal is counted in ``discardedCommits``.
+    /// - Returns: Whether the change was applied.
     @discardableResult
     public func update(from session: UserSession, _ change: (inout Value) -> Void) -> Bool {
         let accepted = state.withLock { state -> Bool in

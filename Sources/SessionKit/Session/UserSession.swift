@@ -84,7 +84,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             cacheMaximumBytes: Int = 4 * 1024 * 1024,
             storesAccessToken: Bool = false,
             downloadSegmentBytes: Int = 16 * 1024 * 1024,
-            clock: any SessionClock = SystemClock(),
+            clock: (any SessionClock)? = nil,
             credentialScope: CredentialScope = CredentialScope()
         ) {
             self.credentialScope = credentialScope
@@ -93,7 +93,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             self.cacheMaximumBytes = cacheMaximumBytes
             self.storesAccessToken = storesAccessToken
             self.downloadSegmentBytes = downloadSegmentBytes
-            self.clock = clock
+            self.clock = clock ?? SystemClock()
         }
     }
 
@@ -280,7 +280,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
 
     /// The number of requests in flight.
-    public var requestsInFlight: Int { lifetime.withLock { $0.requests.count } }
+    package var requestsInFlight: Int { lifetime.withLock { $0.requests.count } }
 
     /// The account and the session's identity.
     public var description: String { "UserSession(\(serial), \(account))" }
@@ -528,7 +528,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         var expiry: Date?
         let storesAccessToken = storesAccessToken
         if storesAccessToken, let lifetime = tokens.lifetime {
-            expiry = tokens.receivedAt.addingTimeInterval(lifetime.timeInterval)
+            expiry = tokens.receivedAtWall.addingTimeInterval(lifetime.timeInterval)
         }
         return CredentialRecord(
             account: account,

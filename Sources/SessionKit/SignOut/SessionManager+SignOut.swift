@@ -17,20 +17,23 @@ extension SessionManager {
     /// ``SignOutOptions/localTimeout``. A sign-in of the same account waits until the purge has finished.
     ///
     /// Signing out a session that is no longer live, of an account that has signed in again since, only makes
-    /// sure it has ended: the account's records and files belong to the live session.
+    /// sure it has ended: the account's records and files belong to the live session, so the report's purge and
+    /// server steps are all ``SignOutReport/StepOutcome/notRequested``.
     ///
     /// - Parameters:
     ///   - session: The session to end; `nil` means the current one.
     ///   - options: Which kinds of sign-out to do.
-    /// - Returns: What each phase did; an empty report if there was nothing to sign out.
+    /// - Returns: What each phase did, or `nil` when there was nothing to sign out: `session` is `nil` and no
+    ///   session is current. Nothing is then purged, revoked or changed.
     /// - Important: When this returns, the session has ended (nothing it started is still running but handed-off
-    ///   writes), its credential record is deleted and its directory removed, unless
-    ///   ``SignOutReport/purgeFailures`` says otherwise; a failed purge is retried by ``restore()`` or by the
-    ///   account's next sign-in, whichever comes first. With ``SignOutOptions/waitForServer`` off the purge does
-    ///   not wait for the server steps, which finish in the background.
+    ///   writes), its credential record is deleted and its directory removed, unless the report's
+    ///   ``SignOutReport/credentialDeletion`` or ``SignOutReport/directoryRemoval`` says otherwise
+    ///   (``SignOutReport/isPurgeComplete``); a failed purge is retried by ``restore()`` or by the account's next
+    ///   sign-in, whichever comes first. With ``SignOutOptions/waitForServer`` off the purge does not wait for the
+    ///   server steps, which finish in the background.
     @discardableResult
     public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
-        -> SignOutReport
+        -> SignOutReport?
     {
         let clock = configuration.sessionConfiguration.clock
         let started = clock.now
@@ -64,11 +67,10 @@ extension SessionManager {
             return .detached(target, wasCurrent: wasCurrent, stateChanged: changed)
         }
         guard case .detached(let target, let wasCurrent, let stateChanged) = detached else {
-            if case .superseded(let target) = detached {
-                target.end()
-                return SignOutReport(account: target.account)
-            }
-            return SignOutReport(account: Account(issuer: "", subject: ""))
+            guard case .superseded(let target) = detached else { return nil }
+            var report = SignOutReport(account: target.account)
+            report.cancelledRequests = target.end()
+            return report
         }
         let account = target.account
         defer {
@@ -79,7 +81,10 @@ extension SessionManager {
             finished.resolve(.success(()))
         }
         var report = SignOutReport(account: account)
-        if let journalFailure { report.purgeFailures.append("journal: \(journalFailure)") }
+        report.purgeIntent = .succeeded
+        if let journalFailure {
+            report.purgeIntent = .failed((journalFailure as? SessionError)?.code ?? .storageFailure)
+        }
         // The record's deletion is queued behind every credential write the session admitted, and the session admits
         // none after it: a refresh that still completes serves its last requests and its revocation, from memory.
         var deletion: Task<(any Error)?, Never>?
@@ -133,9 +138,10 @@ extension SessionManager {
         let purge = Task {
             await self.purge(account, outbox: options.outbox, deadline: deadline, credentialDeletion: deletion)
         }
-        let (purged, failures) = await purge.value
-        report.purged = purged
-        report.purgeFailures += failures
+        let purged = await purge.value
+        report.credentialDeletion = purged.credentialDeletion
+        report.directoryRemoval = purged.directoryRemoval
+        report.resourcePurges = purged.resourcePurges
 
         if options.waitForServer {
             let server = await serverSteps.value
@@ -155,9 +161,13 @@ extension SessionManager {
     }
 
     /// Runs `step` until `deadline`: its outcome, or `.timedOut` (the step is then cancelled and left behind).
+    ///
+    /// An error that is not a ``SessionError`` is reported as `otherErrors`: a server step's as
+    /// `networkUnavailable`, a purge step's as `storageFailure`.
     static func bounded(
         until deadline: ContinuousClock.Instant,
         clock: any SessionClock,
+        otherErrors: SessionError.Code = .networkUnavailable,
         _ step: @escaping @Sendable () async throws -> Void
     ) async -> SignOutReport.StepOutcome {
         let outcome = Broadcast<SignOutReport.StepOutcome>()
@@ -168,7 +178,7 @@ extension SessionManager {
             } catch let error as SessionError {
                 outcome.resolve(.success(.failed(error.code)))
             } catch {
-                outcome.resolve(.success(.failed(.networkUnavailable)))
+                outcome.resolve(.success(.failed(otherErrors)))
             }
         }
         let result =
@@ -219,39 +229,46 @@ extension SessionManager {
     ///   - outbox: What becomes of its outbox.
     ///   - deadline: When the steps still running are given up (and retried at the next launch or sign-in).
     ///   - credentialDeletion: The record's deletion, if already queued; else one is queued now.
-    /// - Returns: The steps that succeeded and those that failed.
+    /// - Returns: The outcome of each step, in the report's terms.
     func purge(
         _ account: Account,
         outbox: SignOutOptions.OutboxDisposition,
         deadline: ContinuousClock.Instant,
         credentialDeletion: Task<(any Error)?, Never>? = nil
-    ) async -> (purged: [String], failures: [String]) {
+    ) async -> PurgeOutcomes {
         let clock = configuration.sessionConfiguration.clock
-        var purged: [String] = []
-        var failures: [String] = []
+        var outcomes = PurgeOutcomes()
         let deletion = credentialDeletion ?? vault.enqueueDelete(for: account)
-        let deleted = await Self.bounded(until: deadline, clock: clock) {
+        outcomes.credentialDeletion = await Self.bounded(until: deadline, clock: clock, otherErrors: .storageFailure) {
             if let error = await deletion.value { throw error }
-        }
-        switch deleted {
-        case .succeeded: purged.append("credentials")
-        case .failed(let code): failures.append("credentials: \(code)")
-        default: failures.append("credentials: timed out")
         }
         // The outbox is closed either way; a directory is reported only where the manager keeps one.
         let directoryGone = directories.purge(account, outbox: outbox)
         if directories.root != nil {
-            if directoryGone { purged.append("directory") } else { failures.append("directory") }
+            outcomes.directoryRemoval = directoryGone ? .succeeded : .failed(.storageFailure)
         }
         for resource in guarded.withLock({ $0.resources }) {
-            switch await Self.bounded(until: deadline, clock: clock, { try await resource.purge(for: account) }) {
-            case .succeeded: purged.append(resource.name)
-            case .timedOut: failures.append("\(resource.name): timed out")
-            default: failures.append(resource.name)
+            let outcome = await Self.bounded(until: deadline, clock: clock, otherErrors: .storageFailure) {
+                try await resource.purge(for: account)
             }
+            outcomes.resourcePurges.append((resource.name, outcome))
         }
-        if failures.isEmpty { journal.complete(account) }
-        return (purged, failures)
+        if outcomes.succeeded { journal.complete(account) }
+        return outcomes
+    }
+}
+
+/// What each step of a purge did (``SessionManager/purge(_:outbox:deadline:credentialDeletion:)``).
+struct PurgeOutcomes: Sendable {
+    var credentialDeletion = SignOutReport.StepOutcome.notRequested
+    var directoryRemoval = SignOutReport.StepOutcome.notRequested
+    var resourcePurges: [(resource: String, outcome: SignOutReport.StepOutcome)] = []
+
+    /// Whether no step failed or timed out.
+    var succeeded: Bool {
+        ([credentialDeletion, directoryRemoval] + resourcePurges.map { $0.outcome }).allSatisfy {
+            $0 == .succeeded || $0 == .notRequested
+        }
     }
 }
 

@@ -31,8 +31,9 @@ public struct SignOutOptions: Sendable {
     public var keepsOutbox: Bool
     /// One wall-clock deadline for the local phases together: waiting for writes in flight (``WritePolicy/wait(_:)``
     /// bounds each one further), deleting the credential record, and each registered resource's purge. A step
-    /// still running at the deadline is reported in ``SignOutReport/purgeFailures`` and retried at the next launch
-    /// or the account's next sign-in.
+    /// still running at the deadline is reported as ``SignOutReport/StepOutcome/timedOut`` in the report's purge
+    /// steps (``SignOutReport/isPurgeComplete`` is then `false`) and retried at the next launch or the account's next
+    /// sign-in.
     public var localTimeout: Duration
 
     /// Creates options.

@@ -1,8 +1,9 @@
 /// What a sign-out did, phase by phase.
 public struct SignOutReport: Sendable, CustomStringConvertible {
-    /// The outcome of one server-side step.
+    /// The outcome of one step: a server step (revocation, the app's and the provider's sign-out) or a purge step.
     public enum StepOutcome: Sendable, Hashable, CustomStringConvertible {
-        /// The app did not ask for this step.
+        /// The step did not run: the app did not ask for it, or it had nothing to do (no data directory to remove;
+        /// a session a re-login replaced, whose account's data belongs to the live session).
         case notRequested
         /// The step succeeded.
         case succeeded
@@ -45,22 +46,41 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
     public internal(set) var serverSession = StepOutcome.notRequested
     /// The provider's sign-out step.
     public internal(set) var providerLogout = StepOutcome.notRequested
-    /// What was purged, in order: the credential record, the account's directory, each registered resource.
-    public internal(set) var purged: [String] = []
-    /// Purge steps that failed, with the error code; they are retried at next launch.
-    public internal(set) var purgeFailures: [String] = []
+    /// Recording the intent to purge, durably when the manager has a data directory, before the session is
+    /// detached: a purge that a kill interrupts is finished by the next ``SessionManager/restore()``. A failure
+    /// (`storageFailure`) leaves the purge itself to go on; only its crash safety is lost.
+    public internal(set) var purgeIntent = StepOutcome.notRequested
+    /// Deleting the account's credential record from the store, behind every write the session had admitted.
+    public internal(set) var credentialDeletion = StepOutcome.notRequested
+    /// Removing the account's directory (its files, downloads and outbox); ``StepOutcome/notRequested`` when the
+    /// manager has no ``SessionManager/Configuration/dataDirectory``.
+    public internal(set) var directoryRemoval = StepOutcome.notRequested
+    /// Each registered ``UserScopedResource``'s purge, in registration order, by the resource's name.
+    public internal(set) var resourcePurges: [(resource: String, outcome: StepOutcome)] = []
+    /// Whether every local purge step that ran succeeded: `false` when any of ``purgeIntent``,
+    /// ``credentialDeletion``, ``directoryRemoval`` or ``resourcePurges`` failed or timed out. A failed deletion,
+    /// removal or resource purge is run again at the next launch or the account's next sign-in, whichever comes
+    /// first.
+    public var isPurgeComplete: Bool {
+        ([purgeIntent, credentialDeletion, directoryRemoval] + resourcePurges.map { $0.outcome }).allSatisfy {
+            $0 == .succeeded || $0 == .notRequested
+        }
+    }
     /// How long the local phases (detach, clear, cancel) took.
     public internal(set) var localPhasesDuration = Duration.zero
 
     init(account: Account) { self.account = account }
 
-    /// A multi-line summary for logs; it contains no credential material.
+    /// A summary for logs that names every step with its outcome; it contains no credential material.
     public var description: String {
-        """
-        sign-out of \(account): \(cancelledRequests) requests cancelled; writes waited \(writesWaitedFor), \
-        abandoned \(writesAbandoned), handed off \(writesHandedOff), discarded \(writesDiscarded); \
-        revocation \(refreshTokenRevocation); purged \(purged.joined(separator: ", "))\
-        \(purgeFailures.isEmpty ? "" : "; purge failures \(purgeFailures.joined(separator: ", "))")
-        """
+        let resources = resourcePurges.map { "\($0.resource) \($0.outcome)" }
+        return """
+            sign-out of \(account): \(cancelledRequests) requests cancelled; writes waited \(writesWaitedFor), \
+            abandoned \(writesAbandoned), handed off \(writesHandedOff), discarded \(writesDiscarded); \
+            refresh-token revocation \(refreshTokenRevocation), access-token revocation \(accessTokenRevocation), \
+            server session \(serverSession), provider logout \(providerLogout); \
+            purge intent \(purgeIntent), credentials \(credentialDeletion), directory \(directoryRemoval)\
+            \(resources.isEmpty ? "" : ", " + resources.joined(separator: ", "))
+            """
     }
 }

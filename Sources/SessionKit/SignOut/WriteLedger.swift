@@ -12,27 +12,34 @@ public enum WritePolicy: Sendable, Hashable {
     case discard
 }
 
-/// What became of a write that was in flight at sign-out, kept for the same account's next session.
-public struct WriteReconciliation: Sendable, Hashable, CustomStringConvertible {
-    /// How the write ended.
-    public enum Outcome: Sendable, Hashable {
-        /// A handed-off write completed after sign-out with this HTTP status.
-        case completed(status: Int)
-        /// A handed-off write failed after sign-out; whether it applied is unknown.
-        case failed(SessionError.Code)
-        /// The write was cancelled at sign-out: fetch the server's state rather than replaying it.
-        case discarded
+/// What became of a write that was in flight at sign-out, kept for the same account's next session
+/// (``SessionManager/takeWriteReconciliations(for:)``).
+///
+/// Each case names the write by its ``summary``: the method and URL path, no query, no body, no headers, nothing
+/// personal or secret.
+public enum WriteReconciliation: Sendable, Hashable, CustomStringConvertible {
+    /// A handed-off write completed after sign-out with this HTTP status.
+    case completed(summary: String, status: Int)
+    /// A handed-off write failed after sign-out; whether it applied is unknown.
+    case failed(summary: String, code: SessionError.Code)
+    /// The write was cancelled at sign-out: fetch the server's state rather than replaying it.
+    case discarded(summary: String)
+
+    /// The method and URL path of the write, such as `POST /comments`.
+    public var summary: String {
+        switch self {
+        case .completed(let summary, _), .failed(let summary, _), .discarded(let summary): summary
+        }
     }
 
-    /// The account the write belonged to.
-    public let account: Account
-    /// The method and URL path of the write (no query, no body, no headers: nothing personal or secret).
-    public let summary: String
-    /// How it ended.
-    public let outcome: Outcome
-
-    /// The summary and outcome.
-    public var description: String { "\(summary): \(outcome)" }
+    /// The summary and how the write ended, such as `POST /comments: completed (201)`.
+    public var description: String {
+        switch self {
+        case .completed(let summary, let status): "\(summary): completed (\(status))"
+        case .failed(let summary, let code): "\(summary): failed (\(code))"
+        case .discarded(let summary): "\(summary): discarded"
+        }
+    }
 }
 
 /// Keeps, per account, what became of writes in flight at sign-out, until that account signs in again.
@@ -46,8 +53,8 @@ package final class WriteLedger: Sendable {
     /// Creates an empty ledger.
     package init() {}
 
-    func record(_ entry: WriteReconciliation) {
-        entries.withLock { $0[entry.account, default: []].append(entry) }
+    func record(_ entry: WriteReconciliation, for account: Account) {
+        entries.withLock { $0[account, default: []].append(entry) }
     }
 
     /// Removes and returns the entries of `account`.

@@ -97,7 +97,8 @@ enum LateResponseScenario {
             await manager.signOut(options: .localOnly)
             return Verdict(
                 leaked: shown.contains { $0.hasPrefix("alice") },
-                detail: "sign-out cancelled \(DemoSupport.count(report.cancelledRequests, "request")); Alice's load "
+                detail:
+                    "sign-out cancelled \(DemoSupport.count(report?.cancelledRequests ?? 0, "request")); Alice's load "
                     + "\(aliceOutcome); Bob's screen shows \(DemoSupport.list(shown))"
             )
         }

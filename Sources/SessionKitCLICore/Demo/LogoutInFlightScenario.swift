@@ -152,7 +152,7 @@ enum LogoutInFlightScenario {
                 logout: {
                     outcomes.update { $0.loggedOut = true }
                     let report = await manager.signOut(options: .localOnly)
-                    cancelled.update { $0 = report.cancelledRequests }
+                    cancelled.update { $0 = report?.cancelledRequests ?? 0 }
                 }
             )
             let final = outcomes.value

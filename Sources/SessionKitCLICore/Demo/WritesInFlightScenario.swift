@@ -124,10 +124,11 @@ enum WritesInFlightScenario {
             let aliceKept = manager.writeReconciliations(for: DemoSupport.alice)
             await manager.signOut(options: .localOnly)
             let crossed = crossed(server)
-            let kept = aliceKept.map { "\($0.summary) \(outcome($0.outcome))" }.joined(separator: ", ")
+            let kept = aliceKept.map { "\($0.summary) \(outcome($0))" }.joined(separator: ", ")
             return Verdict(
                 leaked: crossed > 0 || !bobSees.isEmpty,
-                detail: "wait (/rating): \(results[0]), \(report.writesWaitedFor) waited for by sign-out; hand-off "
+                detail:
+                    "wait (/rating): \(results[0]), \(report?.writesWaitedFor ?? 0) waited for by sign-out; hand-off "
                     + "(/upload): \(results[1]), finished after sign-out; discard (/sync): \(results[2]); kept for "
                     + "Alice's next sign-in: \(kept.isEmpty ? "nothing" : kept); shown to Bob: "
                     + "\(bobSees.count) of her entries; "
@@ -136,10 +137,10 @@ enum WritesInFlightScenario {
         }
     }
 
-    private static func outcome(_ outcome: WriteReconciliation.Outcome) -> String {
-        switch outcome {
-        case .completed(let status): "completed \(status)"
-        case .failed(let code): "failed (\(code))"
+    private static func outcome(_ entry: WriteReconciliation) -> String {
+        switch entry {
+        case .completed(_, let status): "completed \(status)"
+        case .failed(_, let code): "failed (\(code))"
         case .discarded: "discarded, refetch"
         }
     }

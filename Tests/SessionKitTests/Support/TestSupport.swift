@@ -63,30 +63,6 @@ func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async
     return true
 }
 
-/// A token endpoint scripted by the test: counts calls, can be held at a gate, answers from a closure.
-final class ScriptedTokenEndpoint: TokenEndpoint {
-    private let calls = Lock<[String]>([])
-    let gate: Gate?
-    let answer: @Sendable (String, Int) async throws -> TokenSet
-
-    init(gate: Gate? = nil, answer: @escaping @Sendable (String, Int) async throws -> TokenSet) {
-        self.gate = gate
-        self.answer = answer
-    }
-
-    var presented: [String] { calls.withLock { $0 } }
-    var count: Int { calls.withLock { $0.count } }
-
-    func refresh(using refreshToken: String) async throws -> TokenSet {
-        let n = calls.withLock { calls -> Int in
-            calls.append(refreshToken)
-            return calls.count
-        }
-        if let gate { await gate.wait() }
-        return try await answer(refreshToken, n)
-    }
-}
-
 extension SessionError.Code {
     static func of(_ error: any Error) -> SessionError.Code? { (error as? SessionError)?.code }
 }

@@ -41,7 +41,7 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// else `nil`.
     public let refreshLock: CrossProcessLock?
     /// The name of the lock file in the directory.
-    public static let lockFileName = ".refresh.lock"
+    package static let lockFileName = ".refresh.lock"
 
     /// The longest storage key that still leaves room in a 255-byte file name for the temporary and
     /// moved-aside suffixes.
@@ -59,7 +59,7 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
     ///     created, and an existing one with wider permissions is tightened to `0700`.
     ///   - coordinatingProcesses: Whether other processes use the directory too (an app and its extensions,
     ///     several copies of a tool, a server's workers): each account's refresh is then single-flight across
-    ///     them, through the lock file ``lockFileName`` in the directory, and refreshed records hold the access
+    ///     them, through the lock file `.refresh.lock` in the directory, and refreshed records hold the access
     ///     token too, so the others can use it. Every process must pass the same value.
     ///   - lockTimeout: The bound on a wait for the lock (``CrossProcessLock/timeout``).
     /// - Throws: ``SessionError`` `storageFailure` when the directory cannot be created, is not a directory,
@@ -76,7 +76,7 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
 
     /// Replaces the record of `record.account` with `record`, atomically and durably.
     ///
-    /// - Parameter record: The record to store; it must be of ``CredentialRecord/currentVersion``.
+    /// - Parameter record: The record to store; it must be of the version this build writes.
     /// - Throws: ``SessionError`` `storageFailure` when the directory cannot be written (the previous record,
     ///   if any, is then intact), `invalidInput` for a record of another version or an account whose storage key
     ///   is too long for a file name.

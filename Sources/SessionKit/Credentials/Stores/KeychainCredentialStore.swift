@@ -127,7 +127,7 @@ public final class KeychainCredentialStore: CredentialStore {
     /// The record is added as the account's newest item, then the older items are deleted; an older item whose
     /// deletion fails is shadowed by the new one and deleted by the next save or ``delete(for:)``.
     ///
-    /// - Parameter record: The record to store; it must be of ``CredentialRecord/currentVersion``.
+    /// - Parameter record: The record to store; it must be of the version this build writes.
     /// - Throws: ``SessionError`` `storeUnavailable` (the device is locked, or the app lacks the keychain
     ///   entitlement), `storageFailure` (another `OSStatus`), `invalidInput` (a record of another version).
     public func save(_ record: CredentialRecord) async throws {

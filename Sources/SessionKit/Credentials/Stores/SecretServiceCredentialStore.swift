@@ -9,7 +9,7 @@
     /// A credential store in the freedesktop Secret Service (GNOME Keyring, KWallet), for Linux desktops and
     /// sessions that run a keyring.
     ///
-    /// Each account's record is one item of the schema ``schemaName`` with the attributes `service` (this
+    /// Each account's record is one item of the schema `dev.sessionkit.credentials` with the attributes `service` (this
     /// store's ``service``) and `account` (the account's ``Account/storageKey``); the secret is the record as
     /// JSON. Items are stored in the default collection, which the keyring encrypts at rest and unlocks with
     /// the user's login.
@@ -28,7 +28,7 @@
     ///   one store's calls holds no other store's. A call whose task is cancelled still completes.
     public final class SecretServiceCredentialStore: CredentialStore {
         /// The Secret Service schema name of SessionKit's items.
-        public static let schemaName = "dev.sessionkit.credentials"
+        package static let schemaName = "dev.sessionkit.credentials"
 
         /// The name that scopes this store's items, such as your app's identifier.
         public let service: String
@@ -68,7 +68,7 @@
 
         /// Replaces the record of `record.account` with `record`; the Secret Service replaces items atomically.
         ///
-        /// - Parameter record: The record to store; it must be of ``CredentialRecord/currentVersion``.
+        /// - Parameter record: The record to store; it must be of the version this build writes.
         /// - Throws: ``SessionError`` `storeUnavailable` (library, bus or service missing, or the keyring locked
         ///   with no way to unlock it), `userCancelled` (an unlock prompt was dismissed), `storageFailure`
         ///   (the service refused, with its message), `invalidInput` (a record of another version).

@@ -89,7 +89,7 @@ public struct RetryPolicy: Sendable {
     ///   - random: A number in `0 ..< 1`, injected so tests are deterministic; ignored when ``usesJitter`` is off,
     ///     when every wait is the whole ceiling, or exactly `Retry-After` when that is longer.
     /// - Returns: The wait, never longer than ``maximumDelay``.
-    public func delay(beforeAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
+    package func delay(beforeAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
         let exponent = min(max(attempt - 2, 0), 30)
         let ceiling = min(baseDelay * (1 << exponent), maximumDelay)
         let fraction = min(max(random, 0), 1)

@@ -443,7 +443,7 @@ final class ScheduleRun: Sendable {
             await manager.signOut(session, options: localOnly ? .localOnly : SignOutOptions())
         }
         model.state.withLock { state in
-            state.sessions[ordinal]?.cancelled[step] = report.cancelledRequests
+            state.sessions[ordinal]?.cancelled[step] = report?.cancelledRequests ?? 0
             state.sessions[ordinal]?.signOutInProgress = false
         }
         // The sign-out has completed: nothing of the account may remain in the store, unless another session
@@ -457,7 +457,8 @@ final class ScheduleRun: Sendable {
                 "after signing #\(ordinal) out, the store still holds \(owner)'s credentials for its account",
                 at: "step \(step)")
         }
-        return "signed out #\(ordinal)\(localOnly ? " locally" : ""), \(report.cancelledRequests) requests cancelled"
+        return
+            "signed out #\(ordinal)\(localOnly ? " locally" : ""), \(report?.cancelledRequests ?? 0) requests cancelled"
     }
 
     private func signOutHeld(_ ordinal: Int, _ session: UserSession, step: Int) async -> String {
@@ -478,7 +479,7 @@ final class ScheduleRun: Sendable {
                 await manager.signOut(session)
             }
             model.state.withLock { state in
-                state.sessions[ordinal]?.cancelled[step] = report.cancelledRequests
+                state.sessions[ordinal]?.cancelled[step] = report?.cancelledRequests ?? 0
                 state.sessions[ordinal]?.signOutInProgress = false
             }
             arrived.open()
