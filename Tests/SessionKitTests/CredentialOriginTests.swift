@@ -100,7 +100,7 @@ import Testing
                     }
                 }
             }
-            let other = nginx.log(of: "b")
+            let other = await nginx.log(of: "b")
             let leaked = other.filter { !$0.credentials.isEmpty }
             print("origins: redirects: \(crossOrigin), credentials sent across origins: \(leaked.count)")
             #expect(other.count == crossOrigin, "every cross-origin redirect reached B once")
@@ -108,7 +108,7 @@ import Testing
             #expect(crossOrigin >= 12)
 
             // Within the origin, every landing carried the session's token, the cookie A set and the app's fields.
-            let landings = nginx.log(of: "a").filter { $0.uri == "/land" }
+            let landings = await nginx.log(of: "a").filter { $0.uri == "/land" }
             #expect(landings.count == sameOrigin)
             #expect(landings.allSatisfy { $0.authorization == "Bearer token-alice" })
             #expect(landings.allSatisfy { $0.cookie.contains("a_session=cookie-of-a") })
@@ -129,7 +129,7 @@ import Testing
             request.setValue("Bearer token-alice", forHTTPHeaderField: "Authorization")
             let (_, response) = try await bare.data(for: request)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
-            #expect(nginx.log(of: "b").map(\.authorization) == ["Bearer token-alice"])
+            #expect(await nginx.log(of: "b").map(\.authorization) == ["Bearer token-alice"])
         }
     }
 
@@ -140,8 +140,8 @@ import Testing
             defer { session.end() }
             let (data, _) = try await session.data(for: URLRequest(url: nginx.a("/chain")))
             #expect(text(data) == "origin a")
-            #expect(nginx.log(of: "b").map(\.authorization) == ["-"])
-            let back = nginx.log(of: "a").filter { $0.uri == "/land" }
+            #expect(await nginx.log(of: "b").map(\.authorization) == ["-"])
+            let back = await nginx.log(of: "a").filter { $0.uri == "/land" }
             #expect(back.map(\.authorization) == ["-"], "the hop back to A came from B's Location")
         }
     }
@@ -158,7 +158,7 @@ import Testing
                 #expect(SessionError.Code.of(error) == .malformedResponse)
                 #expect((error as? SessionError)?.statusCode == 302)
             }
-            #expect(nginx.log(of: "a").count == RedirectDecision.maximumHops + 1)
+            #expect(await nginx.log(of: "a").count == RedirectDecision.maximumHops + 1)
         }
     }
 

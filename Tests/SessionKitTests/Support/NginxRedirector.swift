@@ -2,6 +2,10 @@ import Foundation
 import LoopbackNginx
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A real nginx (Debian's `nginx-light`) with two loopback origins, each logging the credentials it received:
 ///
 /// - **A**, `http://127.0.0.1:<a>`: `/same/<status>` redirects to A's `/land`, `/cross/<status>` to B's `/land`,
@@ -50,8 +54,30 @@ final class NginxRedirector {
     func a(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(nginx.ports[0])\(path)")! }
     func b(_ path: String) -> URL { URL(string: "http://localhost:\(nginx.ports[1])\(path)")! }
 
-    /// What origin `origin` (`"a"` or `"b"`) logged so far.
-    func log(of origin: String) -> [LogEntry] {
+    /// What origin `origin` (`"a"` or `"b"`) logged for the requests answered so far.
+    ///
+    /// nginx writes a request's log line after it has sent the answer, so a client can read the log before the
+    /// line of a request it has had its answer to. So this first sends a fence request of its own to the origin
+    /// and waits (bounded) until the fence's line is there: nginx runs one worker, which finishes each request,
+    /// its log line included, before it reads the next, so every earlier line is there too. Fence lines are left
+    /// out of what it returns.
+    func log(of origin: String) async -> [LogEntry] {
+        let fence = "/sessionkit-fence-\(UUID().uuidString)"
+        let url = origin == "a" ? a(fence) : b(fence)
+        let bare = URLSession(configuration: .ephemeral)
+        defer { bare.invalidateAndCancel() }
+        _ = try? await bare.data(for: URLRequest(url: url))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        var entries = read(origin)
+        while !entries.contains(where: { $0.uri == fence }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+            entries = read(origin)
+        }
+        #expect(entries.contains { $0.uri == fence }, "nginx did not log the fence request within 5 s")
+        return entries.filter { !$0.uri.hasPrefix("/sessionkit-fence-") }
+    }
+
+    private func read(_ origin: String) -> [LogEntry] {
         nginx.log("\(origin).log", fields: 7).map { fields in
             LogEntry(
                 method: fields[0], uri: fields[1], authorization: fields[2], cookie: fields[3],
