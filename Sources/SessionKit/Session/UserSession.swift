@@ -19,14 +19,6 @@ import Foundation
 ///   on an invalidated `URLSession` (a fatal error on Linux), and every task created before ``end()`` is among
 ///   those it cancels.
 public final class UserSession: Sendable, Identifiable, CustomStringConvertible {
-    /// What `finish` found when it ended the session.
-    package struct Ending {
-        /// How many requests were in flight and cancelled.
-        package let cancelledRequests: Int
-        /// The tokens the session held at the instant it ended: what a sign-out revokes.
-        let tokens: TokenSet?
-    }
-
     /// This sign-in's number.
     package let serial: Serial
     /// The session's identity while it lives (`Identifiable`, for SwiftUI lists): the object's own.
@@ -218,6 +210,14 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
         for key in ended.handlers.keys.sorted() { ended.handlers[key]?() }
         return Ending(cancelledRequests: ended.requests.count, tokens: ended.tokens)
+    }
+
+    /// What `finish` found when it ended the session.
+    package struct Ending {
+        /// How many requests were in flight and cancelled.
+        package let cancelledRequests: Int
+        /// The tokens the session held at the instant it ended: what a sign-out revokes.
+        let tokens: TokenSet?
     }
 
     /// Ends the session because another process signed its account out: its record is gone from the shared store.
