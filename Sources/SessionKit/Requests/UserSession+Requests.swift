@@ -175,12 +175,8 @@ extension UserSession {
                     // Registered under the lock that `end()` flips `isActive` under, as the last check before the
                     // start: either `end()` takes this task with the others and cancels it, or the session had ended
                     // by now and the task is cancelled here, never started.
-                    let registered = lifetime.withLock { lifetime -> Int? in
-                        guard lifetime.isActive else { return nil }
-                        let id = lifetime.nextTaskID
-                        lifetime.nextTaskID &+= 1
-                        lifetime.requests[id] = InFlightRequest(sessionTask: task, answer: answer)
-                        return id
+                    let registered = lifetime.withLock {
+                        $0.register(InFlightRequest(sessionTask: task, answer: answer))
                     }
                     guard let registered else {
                         urlSession.cancelWithoutRacingCompletion([task])
@@ -194,15 +190,12 @@ extension UserSession {
             // Forgotten here, not in the completion handler: that runs on FoundationNetworking's work queue
             // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which a transfer's creation
             // holds while it waits for that queue. After `end()` there is nothing left to forget: it took them all.
-            if let id { lifetime.withLock { _ = $0.requests.removeValue(forKey: id) } }
+            if let id { lifetime.withLock { $0.forget(id) } }
             throw error
         }
         // Forgotten, and the session's end checked, under one lock: a response that arrives after `end()` is never
         // handed over.
-        let active = lifetime.withLock { lifetime in
-            if let id { lifetime.requests.removeValue(forKey: id) }
-            return lifetime.isActive
-        }
+        let active = lifetime.withLock { $0.complete(id) }
         guard active else { throw SessionError.ended }
         guard let http = answered.response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
@@ -212,8 +205,8 @@ extension UserSession {
 }
 
 // Structs, not tuples, for the values a request hands through generic code (the continuation, the attempt's
-// result): there a tuple is moved and tested through the runtime's tuple witnesses and metadata, which a profile of
-// every request showed; a struct's are the compiler's own. `send` returns a plain tuple: nothing generic moves it.
+// result): there a tuple is moved and tested through the runtime's tuple witnesses and metadata, on every request; a
+// struct's are the compiler's own. `send` returns a plain tuple: nothing generic moves it.
 
 /// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
 /// right to answer its caller, for `end()` to answer first.

@@ -5,6 +5,13 @@ import Foundation
 #endif
 
 extension UserSession {
+    /// A write in flight, as the session's lifetime holds it for sign-out: its policy, and the signal it resolves
+    /// when it returns.
+    struct PendingWrite: Sendable {
+        let policy: WritePolicy
+        let done: Broadcast<Void>
+    }
+
     /// Sends a write (POST, PUT, PATCH, DELETE) with a policy for what sign-out does if it is still in flight.
     ///
     /// - `.wait(d)`: sign-out waits up to `d` for it, then cancels it.
@@ -23,15 +30,11 @@ extension UserSession {
     ///   replayed automatically under another session, whatever its policy.
     public func write(_ request: URLRequest, policy: WritePolicy) async throws -> (Data, HTTPURLResponse) {
         let done = Broadcast<Void>()
-        let id = try lifetime.withLock { lifetime -> Int in
-            guard lifetime.isActive else { throw SessionError.ended }
-            let id = lifetime.nextTaskID
-            lifetime.nextTaskID &+= 1
-            lifetime.writes[id] = PendingWrite(policy: policy, done: done)
-            return id
+        guard let id = lifetime.withLock({ $0.beginWrite(PendingWrite(policy: policy, done: done)) }) else {
+            throw SessionError.ended
         }
         defer {
-            _ = lifetime.withLock { $0.writes.removeValue(forKey: id) }
+            lifetime.withLock { $0.endWrite(id) }
             done.resolve(.success(()))
         }
         let summary = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
@@ -62,7 +65,7 @@ extension UserSession {
 
     /// The writes in flight now, with their policies and completion signals (for sign-out).
     var pendingWrites: [PendingWrite] {
-        lifetime.withLock { Array($0.writes.values) }
+        lifetime.withLock { $0.pendingWrites }
     }
 
     /// Sends a handed-off write, following its redirects by the session's rules (``RedirectDecision``): the token
@@ -96,19 +99,15 @@ extension UserSession {
             cancellingThrough: nil, notStarted: SessionError.ended
         ) { answer in
             try lifetime.withLock { lifetime -> URLSessionTask in
-                guard lifetime.isActive, let token = lifetime.tokens?.accessToken else { throw SessionError.ended }
-                let session: URLSession
-                if let existing = lifetime.handoffSession {
-                    session = existing
-                } else {
+                let handoff = lifetime.handoff {
                     let configuration = URLSessionConfiguration.ephemeral
                     configuration.urlCache = nil
                     configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
                     // It follows no redirect itself: `sendHandedOff` judges every hop.
-                    session = URLSession(
+                    return URLSession(
                         configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
-                    lifetime.handoffSession = session
                 }
+                guard let (session, token) = handoff else { throw SessionError.ended }
                 var outgoing = request
                 if carriesCredentials { outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
                 // Created here, under the lock `end()` takes before it invalidates the hand-off session (which

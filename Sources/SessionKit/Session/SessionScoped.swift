@@ -152,34 +152,3 @@ public final class SessionScoped<Value: Sendable>: Sendable, Observable {
         registrar.withMutation(of: self, keyPath: \.value) {}
     }
 }
-
-extension UserSession {
-    /// Runs `handler` once when the session ends, like ``onEnd(_:)``, and returns the key that removes it.
-    ///
-    /// - Parameter handler: What to run.
-    /// - Returns: The key for ``removeEndHandler(_:)``, or `nil` if the session had already ended (`handler` has
-    ///   then run, before this returns).
-    @discardableResult
-    func addEndHandler(_ handler: @escaping @Sendable () -> Void) -> Int? {
-        let key = lifetime.withLock { lifetime -> Int? in
-            guard lifetime.isActive else { return nil }
-            let key = lifetime.nextTaskID
-            lifetime.nextTaskID &+= 1
-            lifetime.endHandlers[key] = handler
-            return key
-        }
-        if key == nil { handler() }
-        return key
-    }
-
-    /// Forgets an end handler that is no longer wanted (a container bound to another session), so that a session
-    /// that lives long does not collect them. Does nothing if it ran or was removed already.
-    ///
-    /// - Parameter key: What ``addEndHandler(_:)`` returned.
-    func removeEndHandler(_ key: Int) {
-        _ = lifetime.withLock { $0.endHandlers.removeValue(forKey: key) }
-    }
-
-    /// How many end handlers are registered, for tests.
-    var endHandlerCount: Int { lifetime.withLock { $0.endHandlers.count } }
-}

@@ -69,7 +69,7 @@ extension SessionManager {
         guard case .detached(let target, let wasCurrent, let stateChanged) = detached else {
             guard case .superseded(let target) = detached else { return nil }
             var report = SignOutReport(account: target.account)
-            report.cancelledRequests = target.end()
+            report.cancelledRequests = target.finish(refreshError: nil)?.cancelledRequests ?? 0
             return report
         }
         let account = target.account

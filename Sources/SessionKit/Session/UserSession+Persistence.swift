@@ -1,0 +1,145 @@
+import Foundation
+
+extension UserSession {
+    /// What committing tokens to the session came to.
+    enum RefreshCommit {
+        /// The session had ended: the tokens were dropped, stored nowhere and used by nothing.
+        case ended
+        /// The session holds the tokens; `write` is their pending store write, if any.
+        case committed(accessToken: String, write: Task<(any Error)?, Never>?)
+    }
+
+    // Every write below is enqueued under the lifetime lock, after the lifetime said the session may still store
+    // credentials: a purge enqueued at `end()` or at a sign-out's seal runs behind every write the session admitted,
+    // so the last operation on an ended account's record is its deletion.
+
+    /// Stops the session storing credentials and runs `enqueue` at that instant, under the lock that admits
+    /// credential writes: a deletion it enqueues runs behind every write the session admitted, and no write is
+    /// admitted after it. The session stays active (its requests go on with the tokens in memory) until `end()`.
+    ///
+    /// - Parameter enqueue: Called once, if the session is active; it must only enqueue work.
+    /// - Returns: Whether the session was active.
+    @discardableResult
+    func sealCredentials(thenEnqueue enqueue: () -> Void) -> Bool {
+        lifetime.withLock { lifetime in
+            guard let first = lifetime.sealCredentials() else { return false }
+            if first { enqueue() }
+            return true
+        }
+    }
+
+    /// Records that the session became the app's current one by a switch, and stores that with its record.
+    ///
+    /// With a store shared between processes the write holds the refresh lock and re-reads the record first: when
+    /// another process has rotated the tokens since this one read them, the record keeps that process's tokens and
+    /// only the selection changes, so a switch never writes back a refresh token the server has retired. A record
+    /// that is gone (signed out elsewhere) is not written back.
+    ///
+    /// - Parameter date: When.
+    /// - Returns: The pending store write, or `nil` when nothing is written.
+    @discardableResult
+    func markSwitchedTo(at date: Date) -> Task<(any Error)?, Never>? {
+        guard let vault, let lock = vault.store.refreshLock else { return markSelected(at: date) }
+        guard lifetime.withLock({ $0.select(at: date) != nil }) else { return nil }
+        let account = account
+        return Task {
+            // Without the lock (another process held it past the bound) the selection is not stored: it is not worth
+            // a write that could put back a retired token.
+            guard let held = try? await lock.acquire() else { return nil }
+            defer { held.release() }
+            guard let stored = try? await vault.store.load(for: account) else { return nil }
+            let write = lifetime.withLock { lifetime -> Task<(any Error)?, Never>? in
+                guard let tokens = lifetime.storableTokens else { return nil }
+                var record = record(for: tokens, selectedAt: date)
+                if stored.refreshToken != tokens.refreshToken {
+                    record = stored
+                    record.selectedAt = date
+                }
+                return vault.enqueueSave(record)
+            }
+            return await write?.value
+        }
+    }
+
+    /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
+    func restoreSelection(_ date: Date?) {
+        lifetime.withLock { $0.restoreSelection(date) }
+    }
+
+    /// Records that the session became the app's current one, and stores that with its record.
+    ///
+    /// - Parameter date: When.
+    /// - Returns: The pending store write, or `nil` when nothing is written.
+    @discardableResult
+    func markSelected(at date: Date) -> Task<(any Error)?, Never>? {
+        lifetime.withLock { lifetime in
+            guard let tokens = lifetime.select(at: date) else { return nil }
+            return vault?.enqueueSave(record(for: tokens, selectedAt: date))
+        }
+    }
+
+    /// Replaces the session's tokens with a refresh result and admits its credential write, in one step that
+    /// first checks the session is still active.
+    ///
+    /// - Parameter tokens: The refresh result.
+    /// - Returns: `.ended` when the session ended (the result is dropped), else the new access token and the
+    ///   pending store write.
+    func commitRefreshed(_ tokens: TokenSet) -> RefreshCommit {
+        lifetime.withLock { lifetime -> RefreshCommit in
+            guard let (merged, storable) = lifetime.commitRefreshed(tokens, refreshedBy: refresher) else {
+                return .ended
+            }
+            // A sign-out has queued the record's deletion: the tokens serve the session's last requests and its
+            // revocation, and are stored nowhere.
+            guard storable else { return .committed(accessToken: merged.accessToken, write: nil) }
+            let record = record(for: merged, selectedAt: lifetime.selectedAt)
+            return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record))
+        }
+    }
+
+    /// Replaces the session's tokens with those another process stored, in one step that first checks the session
+    /// is still active; writes nothing (they are the stored record already).
+    ///
+    /// - Parameter tokens: The tokens read from the store.
+    /// - Returns: `.ended` when the session ended (the tokens are dropped), else the access token.
+    func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
+        let adopted = lifetime.withLock { $0.adopt(tokens, refreshedBy: refresher) }
+        return adopted ? .committed(accessToken: tokens.accessToken, write: nil) : .ended
+    }
+
+    /// Enqueues a write of the current tokens if the session is active.
+    ///
+    /// - Returns: The pending write, or `nil` when the session ended or has no vault.
+    func persistTokens() -> Task<(any Error)?, Never>? {
+        lifetime.withLock { lifetime in
+            guard let tokens = lifetime.storableTokens else { return nil }
+            return vault?.enqueueSave(record(for: tokens, selectedAt: lifetime.selectedAt))
+        }
+    }
+
+    /// Whether records written for this session hold the access token: when the app asked for it, or when the
+    /// store is shared between processes (the others use the access token a refresh stored).
+    var storesAccessToken: Bool {
+        configuration.storesAccessToken || vault?.store.refreshLock != nil
+    }
+
+    /// The record that stores `tokens` for this session's account.
+    func record(for tokens: TokenSet, selectedAt: Date?) -> CredentialRecord {
+        var expiry: Date?
+        let storesAccessToken = storesAccessToken
+        if storesAccessToken, let lifetime = tokens.lifetime {
+            expiry = tokens.receivedAtWall.addingTimeInterval(lifetime.timeInterval)
+        }
+        return CredentialRecord(
+            account: account,
+            refreshToken: tokens.refreshToken,
+            accessToken: storesAccessToken ? tokens.accessToken : nil,
+            accessTokenExpiresAt: expiry,
+            idToken: storesAccessToken ? tokens.idToken : nil,
+            scope: tokens.scope,
+            tokenType: tokens.tokenType,
+            savedAt: configuration.clock.wallNow,
+            selectedAt: selectedAt
+        )
+    }
+}
