@@ -105,6 +105,42 @@ import Testing
         }
     }
 
+    /// The same for a transfer: an upload or a download whose task was created when `end()` came, and not yet
+    /// started, never starts. The transfer session's delegate queue, where `end()`'s cancellation of its tasks runs,
+    /// is held meanwhile, so only the start flag that `end()` lowers can keep the task from reaching the server.
+    @Test(arguments: ["upload", "download"])
+    func aTransferCreatedBeforeEndButNotStartedNeverLeaves(kind: String) async throws {
+        let delegateQueueHeld = DispatchSemaphore(value: 0)
+        try await LocalServer.withRunning { server in
+            server.route("/t") { _ in
+                delegateQueueHeld.signal()
+                return .json("{}")
+            }
+            var configuration = UserSession.Configuration(retryPolicy: .never)
+            configuration.beforeStart = { session in
+                let transfers = session.lifetime.withLock { $0.transfers }
+                transfers?.urlSession.delegateQueue.addOperation { delegateQueueHeld.wait() }
+                session.end()
+            }
+            let session = UserSession(account: alice, tokens: tokens("alice"), configuration: configuration)
+            do {
+                if kind == "upload" {
+                    var request = get(server, "/t")
+                    request.httpMethod = "PUT"
+                    _ = try await session.upload(for: request, from: Data("body".utf8))
+                } else {
+                    _ = try await session.download(for: get(server, "/t"))
+                }
+                Issue.record("a \(kind) created before end() was answered")
+            } catch {
+                #expect(SessionError.Code.of(error) == .sessionEnded, "\(error)")
+            }
+            #expect(server.requests.isEmpty, "a \(kind) started after end() returned")
+            #expect(!session.isActive)
+            if server.requests.isEmpty { delegateQueueHeld.signal() }  // release the held delegate queue
+        }
+    }
+
     /// A response the session cached is gone once `end()` returns: the cache holds nothing and answers nothing.
     @Test func endEmptiesTheSessionsCache() async throws {
         try await LocalServer.withRunning { server in

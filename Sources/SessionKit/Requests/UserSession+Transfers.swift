@@ -216,6 +216,7 @@ extension UserSession {
             return (transfers, task)
         }
         guard let created else { throw SessionError.ended }
+        configuration.beforeStart?(self)
         return created
     }
 

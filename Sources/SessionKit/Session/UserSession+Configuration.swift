@@ -25,8 +25,8 @@ extension UserSession {
         /// credential header fields, `https` to `http` redirects. By default every `https` origin and the loopback
         /// interface; a redirect to another origin never carries a credential, whatever the scope.
         public var credentialScope: CredentialScope
-        /// Tests only: runs between a request's task creation and its start, so a test can end the session in
-        /// exactly that window. `nil` (one branch per request) everywhere else.
+        /// Tests only: runs between a request's or a transfer's task creation and its start, so a test can end the
+        /// session in exactly that window. `nil` (one branch per request) everywhere else.
         var beforeStart: (@Sendable (UserSession) -> Void)?
 
         /// Creates a configuration.
