@@ -71,17 +71,26 @@ import Testing
                 tokenEndpoint: mock.makeClient(), revoker: mock.makeClient()))
     }
 
+    /// Two processes' managers on one store seeded with alice's grant, both restored: what every test of one
+    /// process seeing another's change starts from.
+    static func twoRestored(
+        _ mock: MockAuthorizationServer, directory: URL
+    ) async throws -> (account: Account, first: SessionManager, second: SessionManager) {
+        let account = try await seed(mock, directory: directory)
+        let first = try manager(mock, directory: directory)
+        let second = try manager(mock, directory: directory)
+        await first.restore()
+        await second.restore()
+        return (account, first, second)
+    }
+
     @Test func aSignOutInOneProcessEndsTheOthersSessionAtItsNextUseWithoutPresentingOrRestoringTheGrant()
         async throws
     {
         try await TemporaryDirectory.with { root in
             try await MockAuthorizationServer.withRunning { mock in
                 let directory = root.appendingPathComponent("credentials")
-                let account = try await Self.seed(mock, directory: directory)
-                let here = try Self.manager(mock, directory: directory)
-                let elsewhere = try Self.manager(mock, directory: directory)
-                await here.restore()
-                await elsewhere.restore()
+                let (account, here, elsewhere) = try await Self.twoRestored(mock, directory: directory)
                 let session = try #require(elsewhere.current)
                 _ = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
 
@@ -126,11 +135,7 @@ import Testing
         try await TemporaryDirectory.with { root in
             try await MockAuthorizationServer.withRunning { mock in
                 let directory = root.appendingPathComponent("credentials")
-                _ = try await Self.seed(mock, directory: directory)
-                let first = try Self.manager(mock, directory: directory)
-                let second = try Self.manager(mock, directory: directory)
-                await first.restore()
-                await second.restore()
+                let (_, first, second) = try await Self.twoRestored(mock, directory: directory)
                 let one = try #require(first.current)
                 let two = try #require(second.current)
                 mock.invalidateAccessTokens(for: "alice")
@@ -157,11 +162,7 @@ extension CrossProcessRefreshTests {
         try await TemporaryDirectory.with { root in
             try await MockAuthorizationServer.withRunning { mock in
                 let directory = root.appendingPathComponent("credentials")
-                let account = try await Self.seed(mock, directory: directory)
-                let first = try Self.manager(mock, directory: directory)
-                let second = try Self.manager(mock, directory: directory)
-                await first.restore()
-                await second.restore()
+                let (account, first, second) = try await Self.twoRestored(mock, directory: directory)
                 let one = try #require(first.current)
                 let two = try #require(second.current)
                 let retired = try #require(two.tokens?.refreshToken)
