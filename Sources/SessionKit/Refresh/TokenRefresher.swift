@@ -42,6 +42,10 @@ final class TokenRefresher: Sendable {
     /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
     var callersWaitingForFlight: Int { state.withLock { $0.flightHandle }?.result.waiterCount ?? 0 }
 
+    /// Whether a flight is in progress: until it has reported its outcome and left (for tests that wait for a
+    /// refresh whose callers went away, and for the owner's reaction to it).
+    var hasFlightInProgress: Bool { state.withLock { $0.flightInProgress != nil } }
+
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
         self.endpoint = endpoint
         self.policy = policy

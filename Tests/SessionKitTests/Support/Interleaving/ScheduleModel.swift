@@ -1,5 +1,6 @@
-import SessionKit
 import SessionKitTesting
+
+@testable import SessionKit
 
 /// What one schedule knows about the sessions, calls and tokens it made: the ground truth the invariants are
 /// checked against. Shared with the token endpoint and the revoker the schedule's manager calls.
@@ -116,6 +117,14 @@ final class ScheduleModel: Sendable {
 
     /// Token endpoint calls not yet answered.
     var refreshesInProgress: Int { state.withLock { $0.refreshesInProgress } }
+
+    /// How many sessions of the schedule have a refresh flight in progress. A flight outlives its token request: it
+    /// reports its outcome (a rejected grant makes the manager queue the record's deletion) after the endpoint
+    /// returned, so waiting for `refreshesInProgress` alone can end a schedule in that window.
+    var flightsInProgress: Int {
+        let sessions = state.withLock { $0.sessions.values.map(\.session) }
+        return sessions.filter { $0.refresher?.hasFlightInProgress == true }.count
+    }
 
     /// The kinds of the violations found.
     var kinds: Set<Kind> { state.withLock { $0.kinds } }

@@ -141,7 +141,7 @@ final class ScheduleRun: Sendable {
                 return Array(calls.values)
             }
             // A refresh that outlived its callers (they were cancelled or gave up waiting) goes on: wait for it too.
-            let refreshing = model.refreshesInProgress
+            let refreshing = model.refreshesInProgress + model.flightsInProgress
             if open.isEmpty && tasks.isEmpty && calls.isEmpty && refreshing == 0 { return }
             for task in tasks + calls { await task.value }
             if refreshing > 0 { await Task.yield() }
