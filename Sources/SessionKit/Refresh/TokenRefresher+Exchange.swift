@@ -20,7 +20,7 @@ extension TokenRefresher {
         }
         defer { held.release() }
         guard !Task.isCancelled, session.isActive else {
-            return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+            return .failure(.endedDuringRefresh)
         }
         // Read from the store itself, not behind this process's queue for the account: a sign-out's deletion
         // queued there waits for this lock.
@@ -66,7 +66,7 @@ extension TokenRefresher {
         var attempt = 1
         while true {
             guard !Task.isCancelled, session.isActive else {
-                return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+                return .failure(.endedDuringRefresh)
             }
             do {
                 let tokens = try await endpoint.refresh(using: refreshToken)
@@ -98,7 +98,7 @@ extension TokenRefresher {
                 }
             } catch let error as SessionError {
                 if error.code == .sessionEnded || !session.isActive {
-                    return .failure(SessionError(.sessionEnded, "the session ended while a refresh was in flight"))
+                    return .failure(.endedDuringRefresh)
                 }
                 return .failure(error)
             } catch is CancellationError {

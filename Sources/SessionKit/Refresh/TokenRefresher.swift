@@ -57,7 +57,7 @@ final class TokenRefresher: Sendable {
 
     /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called by `UserSession.end()`.
     func sessionEnded(
-        with error: SessionError = SessionError(.sessionEnded, "the session ended while a refresh was in flight")
+        with error: SessionError = .endedDuringRefresh
     ) {
         guard case .cancel(let flight, let resolution) = state.withLock({ $0.sessionEnded(with: error) }) else {
             return
@@ -231,4 +231,9 @@ final class TokenRefresher: Sendable {
 
 extension SessionError {
     static var ended: SessionError { SessionError(.sessionEnded, "the session has ended") }
+
+    /// What a refresh that the session's end overtook fails with, wherever the refresher notices the end.
+    static var endedDuringRefresh: SessionError {
+        SessionError(.sessionEnded, "the session ended while a refresh was in flight")
+    }
 }
