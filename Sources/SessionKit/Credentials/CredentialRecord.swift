@@ -32,6 +32,10 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     /// When the account last became the app's current one, so that restore brings back the account that was current
     /// when the app closed; `nil` in records saved before it was kept.
     public var selectedAt: Date?
+    /// The provider the account signed in through, whose client refreshes and revokes its tokens (a refresh token
+    /// is only good at the client it was issued to); `nil` for the manager's default provider, and in records saved
+    /// before it was kept.
+    public var provider: Provider.ID?
 
     /// Creates a record.
     ///
@@ -45,6 +49,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     ///   - tokenType: The token type.
     ///   - savedAt: When it was written.
     ///   - selectedAt: When the account last became the current one.
+    ///   - provider: The provider the account signed in through; `nil` for the default one.
     public init(
         account: Account,
         refreshToken: String?,
@@ -54,7 +59,8 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         scope: String? = nil,
         tokenType: String = "Bearer",
         savedAt: Date = Date(),
-        selectedAt: Date? = nil
+        selectedAt: Date? = nil,
+        provider: Provider.ID? = nil
     ) {
         self.version = Self.currentVersion
         self.account = account
@@ -66,6 +72,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         self.tokenType = tokenType
         self.savedAt = savedAt
         self.selectedAt = selectedAt
+        self.provider = provider
     }
 
     /// The account and which tokens are present, with every token redacted.
@@ -91,6 +98,7 @@ extension CredentialRecord: CustomReflectable {
                 "tokenType": tokenType,
                 "savedAt": savedAt,
                 "selectedAt": selectedAt as Any,
+                "provider": provider as Any,
             ],
             displayStyle: .struct
         )

@@ -55,7 +55,17 @@ extension SessionManager {
             }
             guard let record = loaded, record.account == account else { continue }
             guard record.refreshToken != nil || record.accessToken != nil else { continue }
-            let session = makeSession(account: account, tokens: record.tokens(clock: clock))
+            // Its tokens are good only at the provider that issued them: a record naming one this configuration
+            // lacks is kept as it is (a later build may have it again) and not restored, rather than refreshed at
+            // another client, which would reject the token and sign the user out for nothing.
+            let provider: Provider?
+            do {
+                provider = try configuration.provider(record.provider, for: account)
+            } catch {
+                unreadable = unreadable ?? error
+                continue
+            }
+            let session = makeSession(account: account, tokens: record.tokens(clock: clock), provider: provider)
             session.restoreSelection(record.selectedAt)
             restored.append((session, record.selectedAt))
         }

@@ -11,13 +11,18 @@ extension SessionManager {
     /// - Parameters:
     ///   - account: Who signed in.
     ///   - tokens: Their tokens.
+    ///   - provider: The ``Provider`` whose client issued the tokens, which refreshes and revokes them from now on;
+    ///     `nil` for the default one.
     ///   - makeCurrent: Whether the new session becomes ``current``; other sessions stay alive either way.
     /// - Returns: The new session.
     /// - Throws: ``SessionError`` (`storageFailure`, `storeUnavailable`) when the credentials cannot be stored;
-    ///   `CancellationError` when the calling task is cancelled before the session is installed (nothing is stored).
+    ///   `invalidInput` for a provider that is not configured or is of another issuer; `CancellationError` when the
+    ///   calling task is cancelled before the session is installed (nothing is stored).
     @discardableResult
-    public func signIn(_ account: Account, tokens: TokenSet, makeCurrent: Bool = true) async throws -> UserSession {
-        try await signIn(account, makeCurrent: makeCurrent) { tokens }
+    public func signIn(
+        _ account: Account, tokens: TokenSet, through provider: Provider.ID? = nil, makeCurrent: Bool = true
+    ) async throws -> UserSession {
+        try await signIn(account, through: provider, makeCurrent: makeCurrent) { tokens }
     }
 
     /// Signs in by running `authenticate` (an OAuth grant, a device flow), publishing `authenticating` while it
@@ -28,18 +33,21 @@ extension SessionManager {
     ///
     /// - Parameters:
     ///   - account: Who is signing in.
+    ///   - provider: The ``Provider`` the grant runs against; `nil` for the default one.
     ///   - makeCurrent: Whether the new session becomes ``current``.
     ///   - authenticate: Obtains the tokens.
     /// - Returns: The new session.
-    /// - Throws: What `authenticate` throws (`userCancelled` returns the state to signed out), a storage error, or
+    /// - Throws: What `authenticate` throws, unchanged (`userCancelled` returns the state to signed out), a
+    ///   storage error, `invalidInput` for a provider that is not configured or is of another issuer, or
     ///   `CancellationError` when the calling task is cancelled before the session is installed.
     @discardableResult
     public func signIn(
         _ account: Account,
+        through provider: Provider.ID? = nil,
         makeCurrent: Bool = true,
         authenticate: @Sendable () async throws -> TokenSet
     ) async throws -> UserSession {
-        try await signIn(makeCurrent: makeCurrent) { (account, try await authenticate()) }
+        try await signIn(through: provider, makeCurrent: makeCurrent) { (account, try await authenticate()) }
     }
 
     /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
@@ -57,26 +65,38 @@ extension SessionManager {
     /// ```
     ///
     /// - Parameters:
+    ///   - provider: The ``Provider`` the grant runs against, which refreshes and revokes the account's tokens from
+    ///     now on; `nil` for the default one.
     ///   - makeCurrent: Whether the new session becomes ``current``.
     ///   - authenticate: Obtains the account and its tokens.
     /// - Returns: The new session, of the account `authenticate` returned.
-    /// - Throws: What `authenticate` throws, a storage error, or `CancellationError` when the calling task is
-    ///   cancelled before the session is installed.
+    /// - Throws: What `authenticate` throws, unchanged; a storage error; `invalidInput` for a provider that is not
+    ///   configured (checked before `authenticate` runs) or is of another issuer than the account; or
+    ///   `CancellationError` when the calling task is cancelled before the session is installed. While another
+    ///   account is current the state goes back to it; otherwise it becomes ``SessionState/failed(_:)`` with a
+    ///   ``SessionError`` whose ``SessionError/underlyingError`` is the error thrown and whose message names only
+    ///   its type, so that no text of the closure's error (which may quote a code or a token) reaches the state.
     @discardableResult
     public func signIn(
+        through provider: Provider.ID? = nil,
         makeCurrent: Bool = true,
         authenticate: @Sendable () async throws -> (account: Account, tokens: TokenSet)
     ) async throws -> UserSession {
         if makeCurrent { apply(.signInStarted) }
         do {
+            // An unknown name is refused before the user is sent through a grant whose tokens could not be kept.
+            if let provider, !configuration.providers.contains(where: { $0.id == provider }) {
+                throw SessionError(.invalidInput, "no provider named \(provider) is configured")
+            }
             let (account, tokens) = try await authenticate()
+            let resolved = try configuration.provider(provider, for: account)
             try await waitForSignOuts(of: account)
             try Task.checkCancellation()
             await finishInterruptedPurge(of: account)
             // The account's live session ends before the new record is written, so no credential write it admitted
             // (a refresh committing now) can land after the new record.
             for replaced in guarded.withLock({ $0.sessions.filter { $0.account == account } }) { replaced.end() }
-            let session = makeSession(account: account, tokens: tokens)
+            let session = makeSession(account: account, tokens: tokens, provider: resolved)
             let write =
                 makeCurrent
                 ? session.markSelected(at: configuration.sessionConfiguration.clock.wallNow) : session.persistTokens()
@@ -88,9 +108,56 @@ extension SessionManager {
             return session
         } catch {
             if makeCurrent { abandonSignIn(error) }
-            if error is CancellationError { throw error }
-            if let error = error as? SessionError { throw error }
-            throw SessionError(.authorizationFailed, "sign-in failed")
+            throw error
+        }
+    }
+
+    /// Signs in by running `authenticate` for the tokens, then `identify` to learn whose they are, through a
+    /// provisional session: for grants that return no ID token, where the app asks its own API (a "me" request)
+    /// or the provider's userinfo endpoint.
+    ///
+    /// The provisional session holds the new tokens and sends requests as any session does, by the manager's
+    /// ``UserSession/Configuration`` (its credential scope and redirect rules included), but it belongs to no
+    /// account: it stores nothing, does not refresh, is in no list and no container, and ends as soon as `identify`
+    /// returns or throws, its cache and cookies with it. Once the account is known, it signs in as
+    /// ``signIn(through:makeCurrent:authenticate:)`` does, with the same tokens.
+    ///
+    /// ```swift
+    /// let session = try await manager.signIn(through: "device") {
+    ///     try await deviceGrant()
+    /// } identify: { provisional in
+    ///     let (data, _) = try await provisional.data(for: URLRequest(url: api.appendingPathComponent("me")))
+    ///     return Account(issuer: issuer, subject: try JSONDecoder().decode(Me.self, from: data).id)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - provider: The ``Provider`` the grant runs against; `nil` for the default one.
+    ///   - makeCurrent: Whether the new session becomes ``current``.
+    ///   - authenticate: Obtains the tokens.
+    ///   - identify: Finds out who they belong to, using the provisional session it is given.
+    /// - Returns: The new session, of the account `identify` returned.
+    /// - Throws: What `authenticate` or `identify` throws, unchanged, and otherwise as
+    ///   ``signIn(through:makeCurrent:authenticate:)``.
+    @discardableResult
+    public func signIn(
+        through provider: Provider.ID? = nil,
+        makeCurrent: Bool = true,
+        authenticate: @Sendable () async throws -> TokenSet,
+        identify: @Sendable (_ provisional: UserSession) async throws -> Account
+    ) async throws -> UserSession {
+        try await signIn(through: provider, makeCurrent: makeCurrent) { [configuration] in
+            let tokens = try await authenticate()
+            let provisional = UserSession(
+                account: Account.provisional(),
+                tokens: tokens,
+                configuration: configuration.sessionConfiguration,
+                vault: nil,
+                tokenEndpoint: nil,
+                refreshPolicy: configuration.refreshPolicy
+            )
+            defer { provisional.end() }
+            return (try await identify(provisional), tokens)
         }
     }
 
@@ -100,11 +167,21 @@ extension SessionManager {
         apply { guarded in
             if let current = guarded.current, current.isActive { return .signInAbandoned(current.account) }
             if error is CancellationError { return .signedOut }
-            guard let error = error as? SessionError else {
-                return .signInFailed(SessionError(.authorizationFailed, "sign-in failed"))
-            }
+            guard let error = error as? SessionError else { return .signInFailed(Self.signInFailure(error)) }
             return error.code == .userCancelled ? .userCancelled : .signInFailed(error)
         }
+    }
+
+    /// What the state says of a sign-in whose closure threw an error of the app's own: its type, and the error
+    /// itself kept underneath. Not its text, which may quote what the grant handled (a code, a token).
+    static func signInFailure(_ error: any Error) -> SessionError {
+        let bridged = error as NSError
+        let typeName = String(reflecting: type(of: error))
+        var message = "sign-in failed: the sign-in closure threw \(typeName)"
+        // A Foundation error's domain and code say more than its type (URLError, CocoaError); a Swift error's domain
+        // is its type's name again.
+        if bridged.domain != typeName { message += " (\(bridged.domain) \(bridged.code))" }
+        return SessionError(.authorizationFailed, message, underlyingError: error)
     }
 
     /// Waits until every sign-out of `account` in progress has purged: its purge deletes the account's record and

@@ -18,10 +18,15 @@ public final class SessionManager: Sendable, Observable {
     public struct Configuration: Sendable {
         /// Where credentials live between launches.
         public var store: any CredentialStore
-        /// How sessions refresh; `nil` means a 401 cannot be recovered.
+        /// How sessions of the default provider refresh (sign-ins that name no ``Provider``); `nil` means a 401
+        /// cannot be recovered.
         public var tokenEndpoint: (any TokenEndpoint)?
-        /// How sign-out revokes tokens; `nil` means it does not.
+        /// How sign-out revokes the default provider's tokens; `nil` means it does not.
         public var revoker: (any TokenRevoker)?
+        /// The named providers accounts sign in through besides the default one, each with its own token endpoint
+        /// and revoker: a sign-in names one (``SessionManager/signIn(through:makeCurrent:authenticate:)``), and every
+        /// later refresh and revocation of that account goes to it. Names must be unique.
+        public var providers: [Provider]
         /// A biometric or user-presence check before each use of a refresh token, if the app wants one: called
         /// with the reason to show the user, it returns when the user confirmed and throws ``SessionError`` with
         /// code `userCancelled` when they cancelled (the session then stays signed in and unrefreshed; nothing
@@ -45,6 +50,7 @@ public final class SessionManager: Sendable, Observable {
         ///   - store: The credential store.
         ///   - tokenEndpoint: The refresh client.
         ///   - revoker: The revocation client.
+        ///   - providers: Named providers, each with its own clients.
         ///   - userPresence: The presence check guarding refresh tokens.
         ///   - sessionConfiguration: Per-session settings.
         ///   - refreshPolicy: Refresh settings.
@@ -54,6 +60,7 @@ public final class SessionManager: Sendable, Observable {
             store: any CredentialStore,
             tokenEndpoint: (any TokenEndpoint)? = nil,
             revoker: (any TokenRevoker)? = nil,
+            providers: [Provider] = [],
             userPresence: (@Sendable (_ reason: String) async throws -> Void)? = nil,
             sessionConfiguration: UserSession.Configuration = UserSession.Configuration(),
             refreshPolicy: RefreshPolicy = RefreshPolicy(),
@@ -63,6 +70,7 @@ public final class SessionManager: Sendable, Observable {
             self.store = store
             self.tokenEndpoint = tokenEndpoint
             self.revoker = revoker
+            self.providers = providers
             self.userPresence = userPresence
             self.sessionConfiguration = sessionConfiguration
             self.refreshPolicy = refreshPolicy
@@ -276,8 +284,10 @@ public final class SessionManager: Sendable, Observable {
 
     // MARK: - Sessions
 
-    func makeSession(account: Account, tokens: TokenSet) -> UserSession {
-        var endpoint = configuration.tokenEndpoint
+    /// A session of `account` through `provider` (resolved by ``Configuration/provider(_:for:)``; `nil` for the
+    /// default one): it refreshes at that provider's token endpoint, and its records name it.
+    func makeSession(account: Account, tokens: TokenSet, provider: Provider?) -> UserSession {
+        var endpoint = configuration.tokenEndpoint(of: provider)
         if let inner = endpoint, let prompt = configuration.userPresence {
             endpoint = PresenceGuardedEndpoint(inner: inner, prompt: prompt)
         }
@@ -288,7 +298,9 @@ public final class SessionManager: Sendable, Observable {
             vault: vault,
             tokenEndpoint: endpoint,
             refreshPolicy: configuration.refreshPolicy,
-            ledger: ledger
+            ledger: ledger,
+            provider: provider?.id,
+            revoker: configuration.revoker(of: provider)
         )
         session.useDownloadsDirectory(directories.downloads(of: account))
         session.setEventHandler { [weak self, weak session] event in

@@ -57,3 +57,15 @@ public struct Account: Hashable, Sendable, Codable, CustomStringConvertible {
         hasher.combine(subject)
     }
 }
+
+extension Account {
+    /// The issuer of provisional sessions: a URN no provider uses, so that no record, directory or container of a
+    /// real account is ever keyed by it.
+    static let provisionalIssuer = "urn:sessionkit:provisional"
+
+    /// An account that belongs to nobody, for a session that holds new tokens before the app knows whose they are
+    /// (``SessionManager/signIn(through:makeCurrent:authenticate:identify:)``): unique to each call.
+    static func provisional() -> Account {
+        Account(issuer: provisionalIssuer, subject: UUID().uuidString, displayName: "provisional")
+    }
+}

@@ -139,7 +139,8 @@ extension UserSession {
             scope: tokens.scope,
             tokenType: tokens.tokenType,
             savedAt: configuration.clock.wallNow,
-            selectedAt: selectedAt
+            selectedAt: selectedAt,
+            provider: provider
         )
     }
 }

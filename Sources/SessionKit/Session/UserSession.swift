@@ -33,6 +33,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     let vault: CredentialVault?
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
+    /// The provider the session signed in through, stored with its record so that every later refresh and
+    /// revocation of the account goes to that provider's client; `nil` for the manager's default provider, and for
+    /// a session made outside a manager.
+    public let provider: Provider.ID?
+    /// How sign-out revokes this session's tokens: its provider's revoker.
+    let revoker: (any TokenRevoker)?
     /// Whether the session is active, its tokens, and everything `end()` ends: changed only through the
     /// ``Lifetime`` operations, each one step under this lock.
     let lifetime: Lock<Lifetime>
@@ -88,9 +94,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         vault: CredentialVault?,
         tokenEndpoint: (any TokenEndpoint)? = nil,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
-        ledger: WriteLedger? = nil
+        ledger: WriteLedger? = nil,
+        provider: Provider.ID? = nil,
+        revoker: (any TokenRevoker)? = nil
     ) {
         self.serial = .next()
+        self.provider = provider
+        self.revoker = revoker
         self.ledger = ledger
         self.account = account
         self.configuration = configuration

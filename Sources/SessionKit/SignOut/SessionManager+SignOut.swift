@@ -129,8 +129,10 @@ extension SessionManager {
         // 4. Revoke, best effort and bounded, on clients of their own, with the tokens the session held when it
         //    ended (a refresh committed while writes were waited for included).
         let tokens = ending?.tokens
+        let revoker = target.revoker
         let serverSteps = Task { [configuration] () -> SignOutReport in
-            await Self.runServerSteps(tokens: tokens, account: account, options: options, configuration: configuration)
+            await Self.runServerSteps(
+                tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration)
         }
 
         // 5. Purge: the record (its deletion queued above), the account's directory and outbox, every registered
@@ -150,10 +152,10 @@ extension SessionManager {
             report.serverSession = server.serverSession
             report.providerLogout = server.providerLogout
         } else {
-            if options.revokeRefreshToken, configuration.revoker != nil, tokens?.refreshToken != nil {
+            if options.revokeRefreshToken, target.revoker != nil, tokens?.refreshToken != nil {
                 report.refreshTokenRevocation = .inBackground
             }
-            if options.revokeAccessToken, configuration.revoker != nil { report.accessTokenRevocation = .inBackground }
+            if options.revokeAccessToken, target.revoker != nil { report.accessTokenRevocation = .inBackground }
             if options.terminateServerSession != nil { report.serverSession = .inBackground }
             if options.providerLogout != nil { report.providerLogout = .inBackground }
         }
@@ -194,13 +196,14 @@ extension SessionManager {
     private static func runServerSteps(
         tokens: TokenSet?,
         account: Account,
+        revoker: (any TokenRevoker)?,
         options: SignOutOptions,
         configuration: Configuration
     ) async -> SignOutReport {
         var report = SignOutReport(account: account)
         let clock = configuration.sessionConfiguration.clock
         let deadline = clock.now.advanced(by: options.serverTimeout)
-        if let revoker = configuration.revoker {
+        if let revoker {
             if options.revokeRefreshToken, let refreshToken = tokens?.refreshToken {
                 report.refreshTokenRevocation = await bounded(until: deadline, clock: clock) {
                     try await revoker.revoke(refreshToken, hint: .refreshToken)

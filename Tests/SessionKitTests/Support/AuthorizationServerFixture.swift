@@ -336,7 +336,16 @@ struct AuthorizationServerFixture: Sendable {
 
     /// Creates a user no other test knows (`POST /test/users`), so a test can filter the log and scope faults.
     func createUser() async throws -> User {
-        let response = try await testRequest("POST", "/test/users", json: [:])
+        try await createUser(json: [:])
+    }
+
+    /// Creates `user` on this server too, with the same name and password: the same login at another issuer.
+    func createUser(_ user: User) async throws {
+        _ = try await createUser(json: ["username": user.username, "password": user.password])
+    }
+
+    private func createUser(json: [String: String]) async throws -> User {
+        let response = try await testRequest("POST", "/test/users", json: json)
         guard response.status == 201, let username = response.string("username"),
             let password = response.string("password")
         else { throw FixtureError("POST /test/users answered \(response.status)") }
