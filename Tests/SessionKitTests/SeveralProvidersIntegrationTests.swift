@@ -36,6 +36,15 @@ struct SeveralProvidersIntegrationTests {
         }
     }
 
+    static func expectRefreshesAt(
+        _ server: Fixture, _ user: Fixture.User, _ clientID: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let calls = try await clientCalls(server, user)
+        #expect(
+            !calls.refreshes.isEmpty && calls.refreshes.allSatisfy { $0.clientID == clientID && $0.status == 200 },
+            "refreshes \(calls.refreshes)", sourceLocation: sourceLocation)
+    }
+
     static func expectAllAt(
         _ server: Fixture, _ user: Fixture.User, _ clientID: String, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
@@ -164,5 +173,30 @@ struct SeveralProvidersIntegrationTests {
             }
             #expect(try await FileCredentialStore(directory: directory).accounts().isEmpty)
         }
+    }
+
+    /// Getting Started's device sign-in, where nothing says who approved until the API is asked.
+    @Test func aDeviceSignInLearnsWhoApprovedItThroughAProvisionalSession() async throws {
+        let server = try Fixture.required()
+        let user = try await server.createUser()
+        let deviceClient = Self.client(server, Fixture.deviceClientID)
+        let store = InMemoryCredentialStore()
+        let manager = SessionManager(
+            configuration: .init(store: store, providers: [Provider(id: "device", client: deviceClient)]))
+        let session = try await manager.signIn(through: "device") {
+            let device = try await deviceClient.startDeviceAuthorization()
+            let polling = Task { try await deviceClient.pollDeviceAuthorization(device) }
+            try await server.approveDevice(userCode: device.userCode, username: user.username)
+            return try await polling.value
+        } identify: { provisional in
+            let (data, _) = try await provisional.data(for: AuthorizationServerIntegrationTests.me(server))
+            let username = try #require(AuthorizationServerIntegrationTests.username(data))
+            return Account(issuer: server.baseURL.absoluteString, subject: username)
+        }
+        #expect(session.account.subject == user.username)
+        #expect(await store.accounts() == [session.account])
+        try await session.refreshTokens()
+        try await Self.expectRefreshesAt(server, user, Fixture.deviceClientID)
+        await manager.signOut()
     }
 }
