@@ -69,15 +69,8 @@ extension SessionManager {
             session.restoreSelection(record.selectedAt)
             restored.append((session, record.selectedAt))
         }
-        // The account current when the app last ran; ties (and records from before this was kept) by storage key.
-        restored.sort { lhs, rhs in
-            switch (lhs.selectedAt, rhs.selectedAt) {
-            case (let l?, let r?) where l != r: return l > r
-            case (.some, nil): return true
-            case (nil, .some): return false
-            default: return lhs.session.account.storageKey < rhs.session.account.storageKey
-            }
-        }
+        // The account current when the app last ran: the rule sign-out follows for the account that follows.
+        restored.sort { Self.precedes(($0.session.account, $0.selectedAt), ($1.session.account, $1.selectedAt)) }
         guard let first = restored.first?.session else {
             apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
             return state
@@ -120,6 +113,21 @@ extension SessionManager {
             }
             let usable = first.tokens.map { !$0.accessToken.isEmpty } ?? false
             return usable && !offline ? .restored(first.account) : .restoredOffline(first.account)
+        }
+    }
+
+    /// Which of two accounts is current when the app has not said: the one current more recently (signed in or
+    /// switched to); one never current comes after; ties by storage key. Restore applies it to the stored records,
+    /// and sign-out to the sessions left when the current one goes, so a launch after a sign-out makes current the
+    /// account the running app had made current.
+    static func precedes(_ lhs: (account: Account, selectedAt: Date?), _ rhs: (account: Account, selectedAt: Date?))
+        -> Bool
+    {
+        switch (lhs.selectedAt, rhs.selectedAt) {
+        case (let l?, let r?) where l != r: return l > r
+        case (.some, nil): return true
+        case (nil, .some): return false
+        default: return lhs.account.storageKey < rhs.account.storageKey
         }
     }
 

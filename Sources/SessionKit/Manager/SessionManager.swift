@@ -101,6 +101,8 @@ public final class SessionManager: Sendable, Observable {
     /// What became of writes in flight at sign-out, kept for each account's next session.
     package let ledger = WriteLedger()
     let journal: PurgeJournal
+    /// Work that outlives the call that started it (background server steps, handed-off writes).
+    let pendingWork = PendingWorkTracker()
     let directories: AccountDirectories
     let registrar = ObservationRegistrar()
     let guarded = Lock(State())
@@ -345,16 +347,17 @@ public final class SessionManager: Sendable, Observable {
         }
     }
 
-    /// Another process signed the account out: forgets the session (signed out, if it was current). Deletes
-    /// nothing: that process purged the shared record; the session ends right after this.
+    /// Another process signed the account out: forgets the session (if it was current, the account that follows
+    /// is current, as after a sign-out here). Deletes nothing: that process purged the shared record; the session ends right after this.
     private func forgetSignedOutElsewhere(_ session: UserSession) {
-        let (wasCurrent, changed) = guarded.withLock { guarded -> (Bool, Bool) in
+        let (wasCurrent, successor, changed) = guarded.withLock { guarded -> (Bool, UserSession?, Bool) in
             guarded.sessions.removeAll { $0 === session }
-            guard guarded.current === session else { return (false, false) }
-            guarded.current = nil
-            return (true, Self.transition(&guarded, .signedOut))
+            guard guarded.current === session else { return (false, nil, false) }
+            let (successor, changed) = Self.succeed(&guarded)
+            return (true, successor, changed)
         }
         if wasCurrent { rebindContainers() }
+        successor?.markSwitchedTo(at: configuration.sessionConfiguration.clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.sessions) {}
         if wasCurrent { registrar.withMutation(of: self, keyPath: \.current) {} }
         if changed { registrar.withMutation(of: self, keyPath: \.state) {} }

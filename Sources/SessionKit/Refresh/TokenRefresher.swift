@@ -46,6 +46,10 @@ final class TokenRefresher: Sendable {
     /// refresh whose callers went away, and for the owner's reaction to it).
     var hasFlightInProgress: Bool { state.withLock { $0.flightInProgress != nil } }
 
+    /// The task of the flight in progress, if any: it ends once the refresh has committed or reported its outcome
+    /// (and the owner has reacted), for ``SessionManager/finishPendingWork(within:)``.
+    var flightTask: Task<Void, Never>? { state.withLock { $0.flightHandle }?.task }
+
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
         self.endpoint = endpoint
         self.policy = policy

@@ -61,6 +61,11 @@ extension UserSession {
         }
     }
 
+    /// When the session last became the app's current one, as stored with its record; `nil` if never.
+    var selectedAt: Date? {
+        lifetime.withLock { $0.selectedAt }
+    }
+
     /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
     func restoreSelection(_ date: Date?) {
         lifetime.withLock { $0.restoreSelection(date) }

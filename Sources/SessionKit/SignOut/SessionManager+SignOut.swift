@@ -41,6 +41,7 @@ extension SessionManager {
         let finished = Broadcast<Void>()
         var journalFailure: (any Error)?
         var writesAtDetach: [UserSession.PendingWrite] = []
+        var successor: UserSession?
         // 1. Detach: the manager forgets the session, so no new work can start as this account. The purge intent is
         //    durable before anyone can see the session gone.
         let detached = guarded.withLock { guarded -> Detached? in
@@ -55,10 +56,7 @@ extension SessionManager {
             guarded.sessions.removeAll { $0 === target }
             let wasCurrent = guarded.current === target
             var changed = false
-            if wasCurrent {
-                guarded.current = nil
-                changed = Self.transition(&guarded, .signedOut)
-            }
+            if wasCurrent { (successor, changed) = Self.succeed(&guarded) }
             // Until the purge has finished, a sign-in of this account waits.
             guarded.signOuts[target.account, default: []].append(finished)
             // The writes in flight at the instant the session is seen gone: one that finishes before the wait below
@@ -92,6 +90,7 @@ extension SessionManager {
 
         // 2. Clear: the account's state leaves every screen before anything suspends.
         if wasCurrent { rebindContainers() }
+        successor?.markSwitchedTo(at: clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.sessions) {}
         registrar.withMutation(of: self, keyPath: \.current) {}
         if stateChanged { registrar.withMutation(of: self, keyPath: \.state) {} }
@@ -160,6 +159,19 @@ extension SessionManager {
             if options.providerLogout != nil { report.providerLogout = .inBackground }
         }
         return report
+    }
+
+    /// Makes current, in place of the current session that is leaving (already out of `sessions`), the live session
+    /// that restore would make current at the next launch (``precedes(_:_:)``), or nobody; and moves the state
+    /// there. Its selection is to be stored by the caller, once the lock is released.
+    ///
+    /// - Returns: The new current session, if any, and whether the state changed.
+    static func succeed(_ guarded: inout State) -> (UserSession?, Bool) {
+        let successor = guarded.sessions.filter(\.isActive).min {
+            precedes(($0.account, $0.selectedAt), ($1.account, $1.selectedAt))
+        }
+        guarded.current = successor
+        return (successor, transition(&guarded, successor.map { .switched($0.account) } ?? .signedOut))
     }
 
     /// Runs `step` until `deadline`: its outcome, or `.timedOut` (the step is then cancelled and left behind).

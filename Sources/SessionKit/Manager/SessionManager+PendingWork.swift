@@ -1,0 +1,135 @@
+import Foundation
+
+/// Work the manager started that outlives the call that started it: what a process waits for before it exits.
+final class PendingWorkTracker: Sendable {
+    /// What a tracked piece of work is, for ``SessionManager/PendingWork``.
+    enum Kind: Sendable {
+        /// A sign-out's revocations and provider logout, running after it returned.
+        case serverSteps
+        /// A write handed off at sign-out, running on its own.
+        case handedOffWrite
+    }
+
+    private struct Entry {
+        let kind: Kind
+        let done: Broadcast<Void>
+    }
+
+    private let entries = Lock<(next: Int, running: [Int: Entry])>((0, [:]))
+
+    /// Tracks `done` until it resolves.
+    func track(_ kind: Kind, until done: Broadcast<Void>) {
+        let id = entries.withLock { entries -> Int in
+            entries.next += 1
+            entries.running[entries.next] = Entry(kind: kind, done: done)
+            return entries.next
+        }
+        Task { [weak self] in
+            _ = try? await done.value(deadline: nil, clock: SystemClock(), timeoutError: CancellationError())
+            _ = self?.entries.withLock { $0.running.removeValue(forKey: id) }
+        }
+    }
+
+    /// Tracks `task` until it ends.
+    func track<T: Sendable>(_ kind: Kind, _ task: Task<T, Never>) {
+        let done = Broadcast<Void>()
+        track(kind, until: done)
+        Task {
+            _ = await task.value
+            done.resolve(.success(()))
+        }
+    }
+
+    /// What runs now, with its completion signals.
+    var running: [(kind: Kind, done: Broadcast<Void>)] {
+        entries.withLock { entries in entries.running.sorted { $0.key < $1.key }.map { ($0.value.kind, $0.value.done) }
+        }
+    }
+}
+
+extension SessionManager {
+    /// What was still running when ``SessionManager/finishPendingWork(within:)`` gave up; all zero when everything
+    /// finished.
+    public struct PendingWork: Sendable, Hashable, CustomStringConvertible {
+        /// Refreshes still waiting for the provider: a refresh token the server may have rotated.
+        public var refreshes = 0
+        /// Credential store operations still queued: writes of rotated tokens and selections, deletions of records
+        /// (a rejected refresh token's, a sign-out's).
+        public var credentialOperations = 0
+        /// Sign-outs whose server steps (revocations, provider logout) still run in the background.
+        public var serverSteps = 0
+        /// Writes handed off at sign-out that have not finished.
+        public var handedOffWrites = 0
+
+        /// Whether nothing was left.
+        public var isEmpty: Bool { self == PendingWork() }
+
+        /// What was left, by kind; no account, token or URL.
+        public var description: String {
+            guard !isEmpty else { return "no pending work" }
+            return [
+                (refreshes, "refreshes"), (credentialOperations, "credential operations"),
+                (serverSteps, "sign-out server steps"), (handedOffWrites, "handed-off writes"),
+            ].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + " still pending"
+        }
+    }
+
+    /// Waits, at most `timeout`, for the work SessionKit still does after the calls that started it returned: so
+    /// that a process can exit (a command-line tool after its command, an app being suspended, a server shutting
+    /// down) without losing it.
+    ///
+    /// That work is: refreshes in flight (whose rotated refresh token must be stored, or the next launch presents
+    /// a retired one), credential writes and deletions queued (the deletion of a record whose refresh token the
+    /// provider rejected, which otherwise stays on disk and is presented again at every launch), a sign-out's
+    /// revocations running in the background (``SignOutOptions/waitForServer`` off), and writes handed off at
+    /// sign-out. Nothing new is started, and nothing is cancelled: what is still running at the deadline goes on.
+    ///
+    /// ```swift
+    /// await manager.restore()
+    /// try await runCommand(manager)
+    /// let left = await manager.finishPendingWork(within: .seconds(3))
+    /// if !left.isEmpty { print("warning: \(left)") }
+    /// ```
+    ///
+    /// - Parameter timeout: The longest it waits, on the session clock; 5 seconds by default.
+    /// - Returns: What was still running at the deadline; ``PendingWork/isEmpty`` when everything finished.
+    @discardableResult
+    public func finishPendingWork(within timeout: Duration = .seconds(5)) async -> PendingWork {
+        let clock = configuration.sessionConfiguration.clock
+        let deadline = clock.now.advanced(by: timeout)
+        func finished(_ done: Broadcast<Void>) async -> Bool {
+            (try? await done.value(
+                deadline: deadline, clock: clock, timeoutError: SessionError(.timedOut, "pending work")))
+                != nil
+        }
+        func signal<T: Sendable>(_ task: Task<T, Never>) -> Broadcast<Void> {
+            let done = Broadcast<Void>()
+            Task {
+                _ = await task.value
+                done.resolve(.success(()))
+            }
+            return done
+        }
+        var left = PendingWork()
+        // Refreshes first: a flight's outcome queues a write or a deletion, which the vault's drain then waits for.
+        for session in guarded.withLock({ $0.sessions }) {
+            guard let flight = session.refresher?.flightTask else { continue }
+            if !(await finished(signal(flight))) { left.refreshes += 1 }
+        }
+        for (kind, done) in pendingWork.running where !(await finished(done)) {
+            switch kind {
+            case .serverSteps: left.serverSteps += 1
+            case .handedOffWrite: left.handedOffWrites += 1
+            }
+        }
+        // Last, and until it is empty: what finished above may have queued more.
+        while vault.pendingOperations > 0 {
+            let (_, markers) = vault.drain()
+            var all = true
+            for marker in markers where !(await finished(signal(marker))) { all = false }
+            if !all || clock.now >= deadline { break }
+        }
+        left.credentialOperations = vault.pendingOperations
+        return left
+    }
+}

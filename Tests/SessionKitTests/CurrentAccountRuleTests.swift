@@ -1,0 +1,105 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Testing
+
+/// Which account is current after the current one signs out while others are live: the one most recently current,
+/// and the next launch's restore gives the same answer.
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CurrentAccountRuleTests {
+    struct Setup {
+        let store = InMemoryCredentialStore()
+        let clock = ManualClock()
+
+        func manager() -> SessionManager {
+            SessionManager(configuration: .init(store: store, sessionConfiguration: .init(clock: clock)))
+        }
+
+        /// Restores a fresh manager on the same store: the next launch.
+        func nextLaunch() async -> SessionManager {
+            let next = manager()
+            await next.restore()
+            return next
+        }
+
+        /// Moves both clocks on, so each selection has a moment of its own.
+        func tick() { clock.advance(by: .seconds(1)) }
+    }
+
+    @Test func theAccountCurrentMostRecentlyBecomesCurrentAndRestoreAgrees() async throws {
+        let setup = Setup()
+        let manager = setup.manager()
+        let aliceSession = try await manager.signIn(alice, tokens: tokens("alice"))
+        setup.tick()
+        try await manager.signIn(bob, tokens: tokens("bob"))
+        setup.tick()
+        try await manager.signIn(carol, tokens: tokens("carol"))
+        setup.tick()
+        try await manager.switchTo(aliceSession)
+        setup.tick()
+        // Alice is current; Carol was current before her, then Bob.
+        await manager.signOut()
+        #expect(manager.current?.account == carol)
+        #expect(manager.state == .active(carol, offline: false))
+        #expect(Set(manager.sessions.map(\.account)) == [bob, carol])
+        #expect(await manager.finishPendingWork(within: .seconds(5)).isEmpty)
+
+        let next = await setup.nextLaunch()
+        #expect(next.current?.account == carol)
+        #expect(next.state.account == carol)
+    }
+
+    @Test func anAccountNeverCurrentIsChosenWhenItIsTheOnlyOneLeft() async throws {
+        let setup = Setup()
+        let manager = setup.manager()
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        setup.tick()
+        try await manager.signIn(bob, tokens: tokens("bob"), makeCurrent: false)
+        await manager.signOut()
+        #expect(manager.current?.account == bob)
+        #expect(manager.state == .active(bob, offline: false))
+        let next = await setup.nextLaunch()
+        #expect(next.current?.account == bob)
+    }
+
+    @Test func theSuccessorsSelectionIsStoredSoTheNextLaunchAgreesEvenAfterMoreSignIns() async throws {
+        let setup = Setup()
+        let manager = setup.manager()
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        setup.tick()
+        try await manager.signIn(bob, tokens: tokens("bob"), makeCurrent: false)
+        setup.tick()
+        try await manager.signIn(carol, tokens: tokens("carol"))
+        setup.tick()
+        // Carol leaves: Alice (current before her) follows, and her record now says so.
+        await manager.signOut()
+        #expect(manager.current?.account == alice)
+        #expect(await manager.finishPendingWork(within: .seconds(5)).isEmpty)
+        #expect(await setup.store.load(for: alice)?.selectedAt == setup.clock.wallNow)
+        let next = await setup.nextLaunch()
+        #expect(next.current?.account == alice)
+    }
+
+    @Test func signingOutTheLastAccountLeavesNobodyCurrent() async throws {
+        let setup = Setup()
+        let manager = setup.manager()
+        try await manager.signIn(alice, tokens: tokens("alice"))
+        await manager.signOut()
+        #expect(manager.current == nil)
+        #expect(manager.state == .signedOut)
+        let next = await setup.nextLaunch()
+        #expect(next.current == nil)
+        #expect(next.state == .signedOut)
+    }
+
+    @Test func signingOutAnotherAccountLeavesTheCurrentOneCurrent() async throws {
+        let setup = Setup()
+        let manager = setup.manager()
+        let aliceSession = try await manager.signIn(alice, tokens: tokens("alice"))
+        setup.tick()
+        let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
+        _ = aliceSession
+        await manager.signOut(aliceSession)
+        #expect(manager.current === bobSession)
+        #expect(manager.state == .active(bob, offline: false))
+    }
+}
