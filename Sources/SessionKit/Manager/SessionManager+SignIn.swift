@@ -53,7 +53,7 @@ extension SessionManager {
     /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
     /// usually from the ID token the grant returned (``Account/init(idToken:)``).
     ///
-    /// Everything else is as for ``signIn(_:makeCurrent:authenticate:)``: `authenticating` is published while the
+    /// Everything else is as for ``signIn(_:through:makeCurrent:authenticate:)``: `authenticating` is published while the
     /// closure runs, and a sign-in that fails or is cancelled returns the state to the account still current.
     ///
     /// ```swift

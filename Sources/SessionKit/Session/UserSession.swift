@@ -60,7 +60,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
 
     /// Creates an active session for `account` holding `tokens`.
     ///
-    /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:makeCurrent:)``), so
+    /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:through:makeCurrent:)``), so
     /// that sign-out, account switching and restore see them. Create one directly in a command-line tool, a
     /// server acting for one user, or a test.
     ///
