@@ -356,12 +356,14 @@ import Testing
     func tokenRequestsReserveTheClientAndTargetNames(name: String) {
         let error = OAuthTestSupport.sessionError {
             _ = try TokenRequest(
-                grant: .refreshToken("r", scope: nil), clientID: "c", additionalParameters: [name: "x"])
+                grant: .refreshToken("r", scope: nil), clientID: "c", authentication: .clientSecretBasic("s"),
+                additionalParameters: [name: "x"])
         }
         #expect(error?.code == .invalidInput)
         let revocation = OAuthTestSupport.sessionError {
             _ = try RevocationRequest(
-                token: "t", tokenTypeHint: nil, clientID: "c", additionalParameters: ["client_secret": "x"])
+                token: "t", tokenTypeHint: nil, clientID: "c", authentication: .clientSecretPost("s"),
+                additionalParameters: ["client_secret": "x"])
         }
         #expect(revocation?.code == .invalidInput)
     }

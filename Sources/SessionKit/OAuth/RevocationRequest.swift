@@ -48,8 +48,8 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     ///   - tokenTypeHint: Which kind of token it is, if known.
     ///   - clientID: The client identifier; non-empty.
     ///   - authentication: How the client authenticates; a secret must not be empty.
-    ///   - additionalParameters: Extra parameters; none may be `token`, `token_type_hint`, `client_id` or
-    ///     `client_secret`.
+    ///   - additionalParameters: Extra parameters; none may be `token`, `token_type_hint` or `client_id`, nor
+    ///     `client_secret` when `authentication` has a secret.
     /// - Throws: `SessionError(.invalidInput)` for an empty value or a reserved parameter name.
     public init(
         token: String,
@@ -61,8 +61,10 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
         guard !token.isEmpty else { throw SessionError(.invalidInput, "the token to revoke is empty") }
         guard !clientID.isEmpty else { throw SessionError(.invalidInput, "the client ID is empty") }
         try authentication.validate()
+        // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
+        let reserved: Set<String> = ["token", "token_type_hint", "client_id"]
         _ = try FormPostRequest.extraPairs(
-            additionalParameters, reserved: ["token", "token_type_hint", "client_id", "client_secret"])
+            additionalParameters, reserved: authentication.secret == nil ? reserved : reserved.union(["client_secret"]))
         self.token = token
         self.tokenTypeHint = tokenTypeHint
         self.clientID = clientID

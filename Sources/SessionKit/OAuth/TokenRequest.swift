@@ -99,7 +99,7 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     ///   - authentication: How the client authenticates; a secret must not be empty.
     ///   - indicators: The resources and audience to ask for.
     ///   - additionalParameters: Extra parameters; none may repeat a name this request sets, nor be `client_id`,
-    ///     `client_secret`, `resource` or `audience`.
+    ///     `resource` or `audience`, nor `client_secret` when `authentication` has a secret.
     /// - Throws: `SessionError(.invalidInput)` when a value is empty or invalid, or a parameter name repeats one
     ///   SessionKit sets. Messages never contain a credential.
     public init(
@@ -134,7 +134,9 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
         }
         pairs += indicators.pairs
         pairs += authentication.bodyPairs(clientID: clientID)
-        let reserved = Set(pairs.map(\.name)).union(Self.clientParameterNames).union(ResourceIndicators.parameterNames)
+        // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
+        let reserved = Set(pairs.map(\.name)).union(ResourceIndicators.parameterNames)
+            .union(authentication.secret == nil ? ["client_id"] : ["client_id", "client_secret"])
         pairs += try FormPostRequest.extraPairs(additionalParameters, reserved: reserved)
         self.grant = grant
         self.clientID = clientID
@@ -168,9 +170,6 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
         return "TokenRequest(grant_type: \(grant.grantType), client_id: \(clientID), "
             + "client_auth: \(authentication.methodName), parameters: [\(names)])"
     }
-
-    /// The names that identify or authenticate the client, never an additional parameter.
-    static let clientParameterNames: Set<String> = ["client_id", "client_secret"]
 }
 
 extension TokenRequest: CustomReflectable {
