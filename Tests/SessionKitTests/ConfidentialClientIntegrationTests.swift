@@ -145,9 +145,9 @@ struct ConfidentialClientIntegrationTests {
     @Test func withoutAuthenticationTheConfidentialClientIsRefused() async throws {
         let server = try Fixture.required()
         let user = try await server.createUser()
-        let public_ = Self.client(server, .none)
+        let unauthenticated = Self.client(server, .none)
         let error = await #expect(throws: SessionError.self) {
-            try await public_.password(username: user.username, password: user.password)
+            try await unauthenticated.password(username: user.username, password: user.password)
         }
         #expect(error?.code == .authorizationFailed && error?.oauthError == "invalid_client")
 
@@ -155,10 +155,12 @@ struct ConfidentialClientIntegrationTests {
             .password(username: user.username, password: user.password)
         let refresh = try #require(tokens.refreshToken)
         let revokeError = await #expect(throws: SessionError.self) {
-            try await public_.revoke(refresh, hint: .refreshToken)
+            try await unauthenticated.revoke(refresh, hint: .refreshToken)
         }
         #expect(revokeError?.oauthError == "invalid_client")
-        let refreshError = await #expect(throws: SessionError.self) { try await public_.refresh(using: refresh) }
+        let refreshError = await #expect(throws: SessionError.self) {
+            try await unauthenticated.refresh(using: refresh)
+        }
         #expect(refreshError?.oauthError == "invalid_client")
         #expect(try await server.me(accessToken: tokens.accessToken).status == 200, "nothing was revoked")
 
