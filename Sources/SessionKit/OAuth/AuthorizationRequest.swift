@@ -9,8 +9,11 @@ import Foundation
 public struct AuthorizationRequest: Sendable, Equatable {
     /// The names SessionKit sets itself; ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``
     /// refuses them as additional parameters so a caller cannot weaken PKCE or the state check by accident.
+    /// `resource` and `audience` are among them: set them with ``OAuthClient/Configuration/resources`` and
+    /// ``OAuthClient/Configuration/audience``, which the token requests send too.
     public static let reservedParameterNames: Set<String> = [
         "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method",
+        "resource", "audience",
     ]
 
     /// The authorization endpoint.
@@ -25,6 +28,10 @@ public struct AuthorizationRequest: Sendable, Equatable {
     public let state: String
     /// The PKCE pair whose challenge the URL carries.
     package let pkce: PKCE
+    /// The RFC 8707 resource indicators the URL carries, one `resource` parameter each, in order.
+    public let resources: [String]
+    /// The `audience` the URL carries, if any.
+    public let audience: String?
     /// Extra query parameters, such as `prompt` or `login_hint`.
     public let additionalParameters: [String: String]
     /// The URL to open: the endpoint (its own query kept, RFC 6749 §3.1) with the request's parameters, form-encoded.
@@ -39,6 +46,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
     ///   - scope: Space-separated scope tokens, or `nil` (an empty scope is omitted too).
     ///   - state: Printable ASCII; by default 32 random bytes, base64url-encoded.
     ///   - pkce: The PKCE pair; keep it for the code exchange.
+    ///   - indicators: The resources and audience to ask for (RFC 8707 §2), after the PKCE parameters.
     ///   - additionalParameters: Extra parameters, none of them in ``reservedParameterNames``; added in name order.
     /// - Throws: `SessionError(.invalidInput)` when an argument breaks the rules above, or an additional parameter
     ///   repeats one SessionKit sets or one already in the endpoint's query.
@@ -49,6 +57,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         scope: String?,
         state: String = AuthorizationRequest.randomState(),
         pkce: PKCE,
+        indicators: ResourceIndicators = .none,
         additionalParameters: [String: String] = [:]
     ) throws {
         try EndpointPolicy.validate(authorizationEndpoint, role: "authorization endpoint")
@@ -82,6 +91,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         pairs.append(("state", state))
         pairs.append(("code_challenge", pkce.challenge))
         pairs.append(("code_challenge_method", pkce.method))
+        pairs += indicators.pairs
         for name in additionalParameters.keys.sorted() {
             guard !Self.reservedParameterNames.contains(name) else {
                 throw SessionError(
@@ -109,6 +119,8 @@ public struct AuthorizationRequest: Sendable, Equatable {
         self.scope = scope
         self.state = state
         self.pkce = pkce
+        self.resources = indicators.resources
+        self.audience = indicators.audience
         self.additionalParameters = additionalParameters
         self.url = url
     }

@@ -3,6 +3,10 @@ import Foundation
 extension OAuthClient {
     /// Starts a device authorization grant (RFC 8628 §3.1): asks for a device code and a user code.
     ///
+    /// The request carries the configured ``Configuration/resources`` and ``Configuration/audience``, and a
+    /// confidential client authenticates as ``Configuration/clientAuthentication`` says; `client_id` is in the body
+    /// whatever the method (RFC 8628 §3.1 allows it, and some servers require it).
+    ///
     /// Show ``DeviceAuthorizationResponse/userCode`` and ``DeviceAuthorizationResponse/verificationURI`` to the
     /// user, then call ``pollDeviceAuthorization(_:receivedAt:)`` with the response.
     ///
@@ -17,12 +21,25 @@ extension OAuthClient {
             throw SessionError(.invalidInput, "the OAuth client has no device authorization endpoint configured")
         }
         guard !configuration.clientID.isEmpty else { throw SessionError(.invalidInput, "the client ID is empty") }
-        var pairs: [(name: String, value: String)] = [("client_id", configuration.clientID)]
+        let authentication = configuration.clientAuthentication
+        try authentication.validate()
+        var pairs: [(name: String, value: String)] = []
         if let scope, !scope.isEmpty { pairs.append(("scope", scope)) }
-        let request = try FormPostRequest.make(endpoint: endpoint, pairs: pairs, role: "device authorization endpoint")
+        pairs += try indicators().pairs
+        // RFC 8628 §3.1 wants client_id only from a client that does not authenticate, and allows it always;
+        // django-oauth-toolkit (oauthlib) refuses a device authorization request without it, Basic or not.
+        pairs += authentication.bodyPairs(clientID: configuration.clientID, keepsClientID: true)
+        var request = try FormPostRequest.make(
+            endpoint: endpoint, pairs: pairs, role: "device authorization endpoint")
+        authentication.authorize(&request, clientID: configuration.clientID)
         let answer = try await transport.send(request, to: "the device authorization endpoint")
-        return try DeviceAuthorizationResponse.parse(
-            data: answer.body, statusCode: answer.statusCode, retryAfter: answer.retryAfter)
+        do {
+            return try DeviceAuthorizationResponse.parse(
+                data: answer.body, statusCode: answer.statusCode, retryAfter: answer.retryAfter)
+        } catch let error as SessionError {
+            // A server's error_description may quote the secret it was sent.
+            throw error.redacting(authentication.secrets(clientID: configuration.clientID))
+        }
     }
 
     /// Polls the token endpoint until the user approves or denies the device authorization, or its code expires
@@ -48,16 +65,16 @@ extension OAuthClient {
     ) async throws -> TokenSet {
         let clock = configuration.clock
         var state = DevicePollingState(authorization: authorization, receivedAt: receivedAt ?? clock.now)
-        let request = try TokenRequest(grant: .deviceCode(authorization.deviceCode), clientID: configuration.clientID)
-            .urlRequest(endpoint: configuration.tokenEndpoint)
+        let tokenRequest = try makeTokenRequest(.deviceCode(authorization.deviceCode))
+        let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
         var next = state.firstPoll
         while true {
             switch next {
             case .finished(let tokens):
                 return tokens
             case .failed(let error):
-                // A server's error_description may quote the device code it was sent.
-                throw error.redacting([authorization.deviceCode])
+                // A server's error_description may quote the device code or the client secret it was sent.
+                throw error.redacting(tokenRequest.secrets)
             case .poll(let wait):
                 try await clock.sleep(for: wait)
                 do {

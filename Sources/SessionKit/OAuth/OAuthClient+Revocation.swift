@@ -3,6 +3,8 @@ import Foundation
 extension OAuthClient {
     /// Revokes a token at the authorization server (RFC 7009).
     ///
+    /// A confidential client authenticates as ``Configuration/clientAuthentication`` says (RFC 7009 §2.1).
+    ///
     /// A 2xx means done, including for a token the server does not know (RFC 7009 §2.2). A 503 or 429
     /// (RFC 7009 §2.2.1) and a lost connection are retried per ``Configuration/revocationRetry``: at most its
     /// ``RetryPolicy/maximumAttempts`` attempts, each wait at least the server's `Retry-After`; a `Retry-After`
@@ -22,8 +24,10 @@ extension OAuthClient {
         guard let endpoint = configuration.revocationEndpoint else {
             throw SessionError(.invalidInput, "the OAuth client has no revocation endpoint configured")
         }
-        let request = try RevocationRequest(token: token, tokenTypeHint: hint, clientID: configuration.clientID)
-            .urlRequest(endpoint: endpoint)
+        let revocation = try RevocationRequest(
+            token: token, tokenTypeHint: hint, clientID: configuration.clientID,
+            authentication: configuration.clientAuthentication)
+        let request = try revocation.urlRequest(endpoint: endpoint)
         let policy = configuration.revocationRetry
         var attempt = 1
         while true {
@@ -42,8 +46,8 @@ extension OAuthClient {
                         "the revocation endpoint does not revoke \(hint.rawValue)s: unsupported_token_type",
                         statusCode: answer.statusCode, oauthError: "unsupported_token_type")
                 case .failed(let error):
-                    // A server's error_description may quote the token it was asked to revoke.
-                    throw error.redacting([token])
+                    // A server's error_description may quote the token it was asked to revoke, or the secret.
+                    throw error.redacting(revocation.secrets)
                 case .retryable(let after):
                     retryAfter = after
                     failure = SessionError(

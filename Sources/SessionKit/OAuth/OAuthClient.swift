@@ -27,8 +27,12 @@ import Foundation
 /// (refused, reset or lost connection, unknown host), `timedOut`, or `malformedResponse` (bytes that are not
 /// HTTP). A token's expiry is measured from the moment its response arrived, on ``Configuration/clock``.
 ///
-/// - Important: No token, code, verifier or password appears in any error, description or log line this client
-///   produces. The client is thread-safe; calls run independently of each other. Cancelling the calling task
+/// A confidential client (a server-side app acting for its users) sets ``Configuration/clientAuthentication``, and
+/// a client whose tokens are for particular APIs sets ``Configuration/resources`` (RFC 8707) or
+/// ``Configuration/audience``; see <doc:ServerSideClients>.
+///
+/// - Important: No token, code, verifier, password or client secret appears in any error, description or log line
+///   this client produces. The client is thread-safe; calls run independently of each other. Cancelling the calling task
 ///   cancels the HTTP request in flight.
 public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStringConvertible {
     /// Where the authorization server is and how the client talks to it.
@@ -41,8 +45,20 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         public var deviceAuthorizationEndpoint: URL?
         /// The authorization endpoint (RFC 6749 §3.1), if the app runs the authorization code grant.
         public var authorizationEndpoint: URL?
-        /// The client identifier (RFC 6749 §2.2); the client is public and authenticates with it alone.
+        /// The client identifier (RFC 6749 §2.2).
         public var clientID: String
+        /// How the client authenticates (RFC 6749 §2.3): ``ClientAuthentication/none`` for a public client (the
+        /// default), or a client secret for a confidential one. Used on every token grant, revocation and device
+        /// authorization request; never in the authorization request URL.
+        public var clientAuthentication: ClientAuthentication
+        /// The resource servers the tokens are for (RFC 8707 §2): absolute URIs without a fragment, sent as one
+        /// `resource` parameter each, in this order, on the authorization request, the device authorization request
+        /// and every token grant (code exchange, refresh, device code, password). Empty (the default) sends none.
+        /// A URI that is not acceptable makes the call throw `invalidInput` before anything is sent.
+        public var resources: [URL]
+        /// The `audience` parameter (Auth0, Okta) sent with ``resources``, or `nil` (the default) for none; an
+        /// empty string is `invalidInput`.
+        public var audience: String?
         /// The longest one HTTP exchange (a token request, a revocation attempt, a device authorization or poll)
         /// may take before it fails with `timedOut`: a wall-clock deadline that SessionKit enforces from sending the
         /// request to the last byte of the answer, however the server paces it, measured in real time whatever
@@ -64,6 +80,9 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         ///   - deviceAuthorizationEndpoint: The device authorization endpoint, if any.
         ///   - authorizationEndpoint: The authorization endpoint, if any.
         ///   - clientID: The client identifier.
+        ///   - clientAuthentication: How the client authenticates; ``ClientAuthentication/none`` by default.
+        ///   - resources: RFC 8707 resource indicators; none by default.
+        ///   - audience: The `audience` parameter; none by default.
         ///   - requestTimeout: The wall-clock deadline of one HTTP exchange; 30 seconds by default.
         ///   - clock: The clock; `nil` (the default) reads the system's clocks (`ContinuousClock`, `Date()`).
         ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
@@ -73,6 +92,9 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             deviceAuthorizationEndpoint: URL? = nil,
             authorizationEndpoint: URL? = nil,
             clientID: String,
+            clientAuthentication: ClientAuthentication = .none,
+            resources: [URL] = [],
+            audience: String? = nil,
             requestTimeout: Duration = .seconds(30),
             clock: (any SessionClock)? = nil,
             revocationRetry: RetryPolicy = RetryPolicy(
@@ -84,6 +106,9 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
             self.authorizationEndpoint = authorizationEndpoint
             self.clientID = clientID
+            self.clientAuthentication = clientAuthentication
+            self.resources = resources
+            self.audience = audience
             self.requestTimeout = requestTimeout
             self.clock = clock ?? SystemClock()
             self.revocationRetry = revocationRetry
@@ -105,9 +130,10 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         self.transport = OAuthTransport(requestTimeout: configuration.requestTimeout, clock: configuration.clock)
     }
 
-    /// The client ID and the token endpoint.
+    /// The client ID, its authentication method (never the secret) and the token endpoint.
     public var description: String {
-        "OAuthClient(client_id: \(configuration.clientID), token endpoint: \(configuration.tokenEndpoint))"
+        "OAuthClient(client_id: \(configuration.clientID), client_auth: "
+            + "\(configuration.clientAuthentication.methodName), token endpoint: \(configuration.tokenEndpoint))"
     }
 
     // MARK: - Token grants
@@ -204,7 +230,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         }
         return try AuthorizationRequest(
             authorizationEndpoint: endpoint, clientID: configuration.clientID, redirectURI: redirectURI,
-            scope: scope, pkce: PKCE(), additionalParameters: additionalParameters)
+            scope: scope, pkce: PKCE(), indicators: indicators(), additionalParameters: additionalParameters)
     }
 
     /// Sends one token request and reads the answer.
@@ -213,7 +239,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Returns: The tokens, their expiry measured from the arrival of the response.
     /// - Throws: The classified error.
     func requestTokens(_ grant: TokenRequest.Grant) async throws -> TokenSet {
-        let tokenRequest = try TokenRequest(grant: grant, clientID: configuration.clientID)
+        let tokenRequest = try makeTokenRequest(grant)
         let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
         let answer = try await transport.send(request, to: "the token endpoint")
         do {
@@ -221,8 +247,29 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
                 data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
                 receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
         } catch let error as SessionError {
-            // A server's error_description may quote what it was sent: the refresh token, the code.
+            // A server's error_description may quote what it was sent: the refresh token, the code, the secret.
             throw error.redacting(tokenRequest.secrets)
         }
+    }
+
+    /// The token request for `grant`, authenticated as configured and carrying the configured resources and
+    /// audience.
+    ///
+    /// - Parameter grant: The grant.
+    /// - Returns: The request.
+    /// - Throws: `SessionError(.invalidInput)` for an unusable grant or configuration.
+    func makeTokenRequest(_ grant: TokenRequest.Grant) throws -> TokenRequest {
+        try TokenRequest(
+            grant: grant, clientID: configuration.clientID, authentication: configuration.clientAuthentication,
+            indicators: indicators())
+    }
+
+    /// The configured resources and audience, checked.
+    ///
+    /// - Returns: The indicators.
+    /// - Throws: `SessionError(.invalidInput)` for a resource that is not an absolute URI without a fragment, or an
+    ///   empty audience.
+    func indicators() throws -> ResourceIndicators {
+        try ResourceIndicators(resources: configuration.resources, audience: configuration.audience)
     }
 }

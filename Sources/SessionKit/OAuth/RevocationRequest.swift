@@ -6,10 +6,12 @@ import Foundation
 
 /// A token revocation request (RFC 7009 §2.1), and the reading of its answer (§2.2).
 ///
-/// The body is `token`, `token_type_hint` when given, `client_id`, then any additional parameters in name order,
-/// form-encoded as ``TokenRequest``'s is.
+/// The body is `token`, `token_type_hint` when given, the client's identification (as ``TokenRequest``'s:
+/// `client_id`, with `client_secret` for `client_secret_post`, neither for `client_secret_basic`, whose
+/// `Authorization` header authenticates the request as RFC 7009 §2.1 requires of a confidential client), then any
+/// additional parameters in name order, form-encoded as ``TokenRequest``'s is.
 ///
-/// - Important: The description redacts the token.
+/// - Important: The description redacts the token and the client secret.
 package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     /// Which kind of token is being revoked, to speed up the server's lookup (RFC 7009 §2.1): the one
     /// ``TokenRevoker`` takes.
@@ -34,6 +36,8 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     public let tokenTypeHint: TokenTypeHint?
     /// The client identifier.
     public let clientID: String
+    /// How the client authenticates.
+    public let authentication: ClientAuthentication
     /// Extra body parameters.
     public let additionalParameters: [String: String]
 
@@ -43,20 +47,28 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     ///   - token: The token to revoke; non-empty.
     ///   - tokenTypeHint: Which kind of token it is, if known.
     ///   - clientID: The client identifier; non-empty.
-    ///   - additionalParameters: Extra parameters; none may be `token`, `token_type_hint` or `client_id`.
+    ///   - authentication: How the client authenticates; a secret must not be empty.
+    ///   - additionalParameters: Extra parameters; none may be `token`, `token_type_hint` or `client_id`, nor
+    ///     `client_secret` when `authentication` has a secret.
     /// - Throws: `SessionError(.invalidInput)` for an empty value or a reserved parameter name.
     public init(
         token: String,
         tokenTypeHint: TokenTypeHint?,
         clientID: String,
+        authentication: ClientAuthentication = .none,
         additionalParameters: [String: String] = [:]
     ) throws {
         guard !token.isEmpty else { throw SessionError(.invalidInput, "the token to revoke is empty") }
         guard !clientID.isEmpty else { throw SessionError(.invalidInput, "the client ID is empty") }
-        _ = try FormPostRequest.extraPairs(additionalParameters, reserved: ["token", "token_type_hint", "client_id"])
+        try authentication.validate()
+        // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
+        let reserved: Set<String> = ["token", "token_type_hint", "client_id"]
+        _ = try FormPostRequest.extraPairs(
+            additionalParameters, reserved: authentication.secret == nil ? reserved : reserved.union(["client_secret"]))
         self.token = token
         self.tokenTypeHint = tokenTypeHint
         self.clientID = clientID
+        self.authentication = authentication
         self.additionalParameters = additionalParameters
     }
 
@@ -72,7 +84,15 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     /// - Returns: The request.
     /// - Throws: `SessionError(.invalidInput)` when the endpoint is not acceptable.
     public func urlRequest(endpoint: URL) throws -> URLRequest {
-        try FormPostRequest.make(endpoint: endpoint, pairs: pairs, role: "revocation endpoint")
+        var request = try FormPostRequest.make(endpoint: endpoint, pairs: pairs, role: "revocation endpoint")
+        authentication.authorize(&request, clientID: clientID)
+        return request
+    }
+
+    /// The token and every spelling of the client secret: what an error quoting the server's answer must not
+    /// repeat.
+    var secrets: [String] {
+        [token] + authentication.secrets(clientID: clientID)
     }
 
     /// What a revocation endpoint's answer means.
@@ -99,18 +119,37 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The hint and client, with the token redacted.
+    /// The hint, client and authentication method, with the token and the secret redacted.
     public var description: String {
         "RevocationRequest(token: \(Redaction.redact(token)), token_type_hint: \(tokenTypeHint?.rawValue ?? "nil"), "
-            + "client_id: \(clientID))"
+            + "client_id: \(clientID), client_auth: \(authentication.methodName))"
     }
 
     private var pairs: [(name: String, value: String)] {
         var pairs: [(name: String, value: String)] = [("token", token)]
         if let tokenTypeHint { pairs.append(("token_type_hint", tokenTypeHint.rawValue)) }
-        pairs.append(("client_id", clientID))
+        pairs += authentication.bodyPairs(clientID: clientID)
         // The names were checked in init, so this cannot throw.
         pairs += (try? FormPostRequest.extraPairs(additionalParameters, reserved: [])) ?? []
         return pairs
+    }
+}
+
+extension RevocationRequest: CustomReflectable {
+    /// What `dump()`, `Mirror` and debuggers show: the token redacted, the authentication method by name.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "token": Redaction.redact(token),
+                "tokenTypeHint": tokenTypeHint?.rawValue ?? "nil",
+                "clientID": clientID,
+                "authentication": authentication.description,
+                "additionalParameters": additionalParameters.keys.sorted().map { name in
+                    "\(name)=\(Redaction.redact(additionalParameters[name]))"
+                },
+            ],
+            displayStyle: .struct
+        )
     }
 }

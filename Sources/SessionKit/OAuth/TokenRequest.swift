@@ -6,13 +6,14 @@ import Foundation
 
 /// A token endpoint request (RFC 6749 §3.2): the form body for one grant, and the `URLRequest` that posts it.
 ///
-/// The body is `grant_type`, the grant's own parameters, `client_id`, then any additional parameters in name
-/// order, encoded as `application/x-www-form-urlencoded` with every character outside `A–Z a–z 0–9 - . _ ~`
-/// percent-encoded (a space is `+`), so a token containing `+`, `/`, `=`, `&` or non-ASCII arrives intact.
-/// SessionKit is written for public clients (RFC 6749 §2.1), which identify themselves with `client_id` only; a
-/// confidential client's `client_secret` may go in `additionalParameters`.
+/// The body is `grant_type`, the grant's own parameters, one `resource` per RFC 8707 indicator, `audience`, the
+/// client's identification (`client_id`, and `client_secret` with ``ClientAuthentication/clientSecretPost(_:)``;
+/// nothing with ``ClientAuthentication/clientSecretBasic(_:)``, whose header names the client), then any additional
+/// parameters in name order, encoded as `application/x-www-form-urlencoded` with every character outside
+/// `A–Z a–z 0–9 - . _ ~` percent-encoded (a space is `+`), so a token containing `+`, `/`, `=`, `&` or non-ASCII
+/// arrives intact.
 ///
-/// - Important: The description redacts every credential in the grant.
+/// - Important: The description redacts every credential in the grant and the client secret.
 package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     /// The grant to exchange for tokens.
     ///
@@ -60,6 +61,10 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     public let grant: Grant
     /// The client identifier.
     public let clientID: String
+    /// How the client authenticates.
+    public let authentication: ClientAuthentication
+    /// The RFC 8707 resources and the audience the tokens are for.
+    public let indicators: ResourceIndicators
     /// Extra body parameters.
     public let additionalParameters: [String: String]
     /// The body's names and values, in order, before encoding.
@@ -67,15 +72,17 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
 
     /// One name and value of a form body.
     ///
-    /// - Important: The description shows only the values of `grant_type`, `client_id`, `scope` and
-    ///   `redirect_uri`; every other value may be a credential and is redacted.
+    /// - Important: The description shows only the values of `grant_type`, `client_id`, `scope`,
+    ///   `redirect_uri`, `resource` and `audience`; every other value may be a credential and is redacted.
     package struct FormParameter: Sendable, Equatable, CustomStringConvertible {
         /// The parameter name.
         public let name: String
         /// The parameter value.
         public let value: String
 
-        static let publicNames: Set<String> = ["grant_type", "client_id", "scope", "redirect_uri"]
+        static let publicNames: Set<String> = [
+            "grant_type", "client_id", "scope", "redirect_uri", "resource", "audience",
+        ]
 
         /// `name=value`, with the value redacted unless it is known not to be a credential.
         public var description: String {
@@ -89,11 +96,21 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     ///   - grant: The grant. Codes, tokens and names must be non-empty; the code verifier must be a valid PKCE
     ///     verifier; the redirect URI must be the one the authorization request sent.
     ///   - clientID: The client identifier; non-empty.
-    ///   - additionalParameters: Extra parameters; none may repeat a name this request sets.
+    ///   - authentication: How the client authenticates; a secret must not be empty.
+    ///   - indicators: The resources and audience to ask for.
+    ///   - additionalParameters: Extra parameters; none may repeat a name this request sets, nor be `client_id`,
+    ///     `resource` or `audience`, nor `client_secret` when `authentication` has a secret.
     /// - Throws: `SessionError(.invalidInput)` when a value is empty or invalid, or a parameter name repeats one
     ///   SessionKit sets. Messages never contain a credential.
-    public init(grant: Grant, clientID: String, additionalParameters: [String: String] = [:]) throws {
+    public init(
+        grant: Grant,
+        clientID: String,
+        authentication: ClientAuthentication = .none,
+        indicators: ResourceIndicators = .none,
+        additionalParameters: [String: String] = [:]
+    ) throws {
         guard !clientID.isEmpty else { throw SessionError(.invalidInput, "the client ID is empty") }
+        try authentication.validate()
         var pairs: [(name: String, value: String)] = [("grant_type", grant.grantType)]
         switch grant {
         case .authorizationCode(let code, let codeVerifier, let redirectURI):
@@ -115,10 +132,16 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
             pairs += [("username", username), ("password", password)]
             if let scope, !scope.isEmpty { pairs.append(("scope", scope)) }
         }
-        pairs.append(("client_id", clientID))
-        pairs += try FormPostRequest.extraPairs(additionalParameters, reserved: Set(pairs.map(\.name)))
+        pairs += indicators.pairs
+        pairs += authentication.bodyPairs(clientID: clientID)
+        // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
+        let reserved = Set(pairs.map(\.name)).union(ResourceIndicators.parameterNames)
+            .union(authentication.secret == nil ? ["client_id"] : ["client_id", "client_secret"])
+        pairs += try FormPostRequest.extraPairs(additionalParameters, reserved: reserved)
         self.grant = grant
         self.clientID = clientID
+        self.authentication = authentication
+        self.indicators = indicators
         self.additionalParameters = additionalParameters
         self.formParameters = pairs.map { FormParameter(name: $0.name, value: $0.value) }
     }
@@ -135,14 +158,17 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     /// - Returns: The request.
     /// - Throws: `SessionError(.invalidInput)` when the endpoint is not acceptable.
     public func urlRequest(endpoint: URL) throws -> URLRequest {
-        try FormPostRequest.make(
+        var request = try FormPostRequest.make(
             endpoint: endpoint, pairs: formParameters.map { ($0.name, $0.value) }, role: "token endpoint")
+        authentication.authorize(&request, clientID: clientID)
+        return request
     }
 
-    /// The grant type and client, with every credential redacted.
+    /// The grant type, client and authentication method, with every credential redacted.
     public var description: String {
         let names = formParameters.map(\.name).joined(separator: ", ")
-        return "TokenRequest(grant_type: \(grant.grantType), client_id: \(clientID), parameters: [\(names)])"
+        return "TokenRequest(grant_type: \(grant.grantType), client_id: \(clientID), "
+            + "client_auth: \(authentication.methodName), parameters: [\(names)])"
     }
 }
 
@@ -155,6 +181,7 @@ extension TokenRequest: CustomReflectable {
             children: [
                 "grant": grant.description,
                 "clientID": clientID,
+                "authentication": authentication.description,
                 "additionalParameters": additionalParameters.keys.sorted().map { name in
                     FormParameter(name: name, value: additionalParameters[name] ?? "").description
                 },
@@ -164,10 +191,12 @@ extension TokenRequest: CustomReflectable {
         )
     }
 
-    /// The values this request carries that are credentials (everything but the grant type, client ID, scope and
-    /// redirect URI): what an error quoting the server's answer must not repeat.
+    /// The values this request carries that are credentials (everything but the grant type, client ID, scope,
+    /// redirect URI, resources and audience), and every spelling of the client secret: what an error quoting the
+    /// server's answer must not repeat.
     var secrets: [String] {
         formParameters.filter { !FormParameter.publicNames.contains($0.name) }.map(\.value)
+            + authentication.secrets(clientID: clientID)
     }
 }
 

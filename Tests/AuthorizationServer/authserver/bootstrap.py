@@ -6,6 +6,10 @@ from oauth2_provider.models import get_application_model
 USERS = {"alice": "alice-password", "bob": "bob-password"}
 REDIRECT_URI = "http://127.0.0.1/callback"
 INTROSPECTION_SECRET = "introspection-secret"
+CONFIDENTIAL_SECRET = "confidential-secret"
+# A client ID and secret with every character RFC 6749 §2.3.1's form-urlencoding before Basic must protect.
+AWKWARD_CLIENT_ID = "awkward client:+é"
+AWKWARD_SECRET = "s3:cr+t é/%=&☃"
 
 
 def ensure_fixtures():
@@ -30,6 +34,34 @@ def ensure_fixtures():
     for fields in clients:
         if not Application.objects.filter(client_id=fields["client_id"]).exists():
             Application.objects.create(client_type=Application.CLIENT_PUBLIC, client_secret="", **fields)
+    confidential = [
+        dict(client_id="confidential-client", name="confidential", authorization_grant_type=Application.GRANT_PASSWORD),
+        dict(
+            client_id="confidential-code-client",
+            name="confidential code",
+            authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+            redirect_uris=REDIRECT_URI,
+            skip_authorization=True,
+        ),
+        dict(
+            client_id="confidential-device-client",
+            name="confidential device",
+            authorization_grant_type=Application.GRANT_DEVICE_CODE,
+        ),
+    ]
+    for fields in confidential:
+        if not Application.objects.filter(client_id=fields["client_id"]).exists():
+            Application.objects.create(
+                client_type=Application.CLIENT_CONFIDENTIAL, client_secret=CONFIDENTIAL_SECRET, **fields
+            )
+    if not Application.objects.filter(client_id=AWKWARD_CLIENT_ID).exists():
+        Application.objects.create(
+            client_id=AWKWARD_CLIENT_ID,
+            name="awkward",
+            client_type=Application.CLIENT_CONFIDENTIAL,
+            authorization_grant_type=Application.GRANT_PASSWORD,
+            client_secret=AWKWARD_SECRET,
+        )
     if not Application.objects.filter(client_id="introspection-client").exists():
         Application.objects.create(
             client_id="introspection-client",

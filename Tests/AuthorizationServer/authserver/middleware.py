@@ -23,6 +23,17 @@ def _bearer(request):
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+def _client_auth(request, form):
+    """How the request authenticated its client: "basic", "post" (client_secret in the form), "basic+post" or
+    "none". Never the secret itself."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    basic = header.partition(" ")[0].lower() == "basic"
+    post = "client_secret" in form
+    if basic and post:
+        return "basic+post"
+    return "basic" if basic else "post" if post else "none"
+
+
 def _username_for_access_token(token):
     access = get_access_token_model().objects.filter(token_checksum=testsupport.checksum(token)).first()
     return access.user.username if access and access.user else None
@@ -79,17 +90,25 @@ class TestSupportMiddleware:
             entry["grant_type"] = form.get("grant_type")
             entry["refresh_token"] = form.get("refresh_token")
             entry["client_id"] = form.get("client_id")
+            entry["client_auth"] = _client_auth(request, form)
+            entry["resource"] = form.getlist("resource") if form else []
+            entry["audience"] = form.get("audience")
             username = _username_for_token_request(form)
         elif path == "/o/revoke_token/":
             entry["token"] = form.get("token")
             entry["token_type_hint"] = form.get("token_type_hint")
             entry["client_id"] = form.get("client_id")
+            entry["client_auth"] = _client_auth(request, form)
             token = form.get("token")
             if token:
                 username = _username_for_refresh_token(token) or _username_for_access_token(token)
         else:
             entry["client_id"] = form.get("client_id")
             entry["bearer_token"] = _bearer(request)
+            entry["client_auth"] = _client_auth(request, form)
+            if path == "/o/device-authorization/":
+                entry["resource"] = form.getlist("resource") if form else []
+                entry["audience"] = form.get("audience")
         entry["username"] = username
 
         if path.startswith("/api/"):
