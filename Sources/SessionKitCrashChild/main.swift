@@ -29,6 +29,19 @@
 //       then exits. No token crosses the pipe.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
+//   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
+//       Restores through a SessionManager over a FileCredentialStore in <credentials-directory> whose deletions
+//       take 300 ms (a slow disk, a busy keychain: long enough that an exit not waiting for one beats it), refreshing
+//       through an OAuthClient of <token-endpoint> and <client-id>, then plays <scenario> and exits with status 0 at
+//       once, the way a command-line tool ends:
+//         restore-rejected  prints `state <state>` after restore (whose refresh the provider rejects);
+//         request-rejected  GETs <resource-url> (answered 401; the refresh is rejected), then prints `left <work>`
+//                           from finishPendingWork(within: 5 s);
+//         sign-out-slow     signs the current account out without waiting for the server, through a revoker that
+//                           answers after 200 ms and prints `revoked` then, then prints `left <work>` from
+//                           finishPendingWork(within: 2 s);
+//         sign-out-hung     the same with a revoker that never answers and finishPendingWork(within: 500 ms).
+//       No token crosses the pipe.
 import Foundation
 import SessionKit
 
@@ -285,6 +298,66 @@ func refreshBurst(directory: String, tokenEndpoint: URL, clientID: String, resou
     }
 }
 
+func exitAfter(scenario: String, directory: String, tokenEndpoint: URL, clientID: String, resource: URL) async {
+    do {
+        let store = SlowDeletingStore(inner: try FileCredentialStore(directory: URL(fileURLWithPath: directory)))
+        let client = OAuthClient(configuration: .init(tokenEndpoint: tokenEndpoint, clientID: clientID))
+        let revoker: (any TokenRevoker)? =
+            switch scenario {
+            case "sign-out-slow": AnnouncingRevoker(delay: .milliseconds(200))
+            case "sign-out-hung": AnnouncingRevoker(delay: nil)
+            default: nil
+            }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: client, revoker: revoker))
+        let state = await manager.restore()
+        switch scenario {
+        case "restore-rejected":
+            emit("state \(state)")
+        case "request-rejected":
+            guard let session = manager.current else { fail("nothing to restore in \(directory)") }
+            _ = try? await session.data(for: URLRequest(url: resource))
+            emit("left \(await manager.finishPendingWork(within: .seconds(5)))")
+        case "sign-out-slow", "sign-out-hung":
+            var options = SignOutOptions()
+            options.waitForServer = false
+            options.serverTimeout = .seconds(10)
+            await manager.signOut(options: options)
+            let within: Duration = scenario == "sign-out-slow" ? .seconds(2) : .milliseconds(500)
+            emit("left \(await manager.finishPendingWork(within: within))")
+        default:
+            fail("unknown scenario \(scenario)")
+        }
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+
+/// A store whose deletions take 300 ms, so that a process exiting without waiting for one loses it every time.
+struct SlowDeletingStore: CredentialStore {
+    let inner: FileCredentialStore
+
+    func save(_ record: CredentialRecord) async throws { try await inner.save(record) }
+    func load(for account: Account) async throws -> CredentialRecord? { try await inner.load(for: account) }
+    func delete(for account: Account) async throws {
+        try await Task.sleep(for: .milliseconds(300))
+        try await inner.delete(for: account)
+    }
+    func deleteAll() async throws { try await inner.deleteAll() }
+    func accounts() async throws -> [Account] { try await inner.accounts() }
+    var refreshLock: CrossProcessLock? { inner.refreshLock }
+}
+
+/// A revoker that answers after `delay` (never, for `nil`) and prints `revoked` when it has.
+struct AnnouncingRevoker: TokenRevoker {
+    let delay: Duration?
+
+    func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        try await Task.sleep(for: delay ?? .seconds(3600))
+        emit("revoked")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -306,6 +379,13 @@ case ("refresh-burst", 6):
     await refreshBurst(
         directory: arguments[1], tokenEndpoint: tokenEndpoint, clientID: arguments[3], resource: resource,
         requests: requests)
+case ("exit-after", 6):
+    guard let tokenEndpoint = URL(string: arguments[3]), let resource = URL(string: arguments[5]) else {
+        fail("usage: exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>")
+    }
+    await exitAfter(
+        scenario: arguments[1], directory: arguments[2], tokenEndpoint: tokenEndpoint, clientID: arguments[4],
+        resource: resource)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:

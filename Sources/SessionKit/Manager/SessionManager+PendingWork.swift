@@ -122,14 +122,34 @@ extension SessionManager {
             case .handedOffWrite: left.handedOffWrites += 1
             }
         }
-        // Last, and until it is empty: what finished above may have queued more.
-        while vault.pendingOperations > 0 {
+        // Last: what finished above may have queued more.
+        left.credentialOperations = await finishCredentialOperations(until: deadline)
+        return left
+    }
+
+    /// Waits until the vault's queues are empty or `deadline` passes, whichever comes first; each round waits
+    /// for what was queued when it began, then looks again (a finished write may have queued a deletion).
+    ///
+    /// - Returns: How many credential operations were still queued at the end.
+    func finishCredentialOperations(until deadline: ContinuousClock.Instant) async -> Int {
+        let clock = configuration.sessionConfiguration.clock
+        while vault.pendingOperations > 0, clock.now < deadline {
             let (_, markers) = vault.drain()
             var all = true
-            for marker in markers where !(await finished(signal(marker))) { all = false }
-            if !all || clock.now >= deadline { break }
+            for marker in markers {
+                let done = Broadcast<Void>()
+                Task {
+                    await marker.value
+                    done.resolve(.success(()))
+                }
+                let finished =
+                    (try? await done.value(
+                        deadline: deadline, clock: clock, timeoutError: SessionError(.timedOut, "pending work")))
+                    != nil
+                if !finished { all = false }
+            }
+            if !all { break }
         }
-        left.credentialOperations = vault.pendingOperations
-        return left
+        return vault.pendingOperations
     }
 }

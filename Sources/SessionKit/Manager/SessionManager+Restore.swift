@@ -92,13 +92,18 @@ extension SessionManager {
                 outcome.resolve(.success(true))
             }
         }
+        let budget = clock.now.advanced(by: configuration.launchBudget)
         let offline =
             (try? await outcome.value(
-                deadline: clock.now.advanced(by: configuration.launchBudget),
+                deadline: budget,
                 clock: clock,
                 timeoutError: SessionError(.timedOut, "the launch budget passed")
             )) ?? true
         settleRestore(of: first, offline: offline)
+        // A rejected refresh token's record is deleted before restore returns, within the budget: a program that
+        // restores and exits must not leave the dead token for every later launch to present. The session ended
+        // with its deletion queued (rejectSession), so the vault's queue holds it by now.
+        if !first.isActive { _ = await finishCredentialOperations(until: budget) }
         return state
     }
 

@@ -115,7 +115,9 @@ extension SessionManager {
                 } catch {
                     report.writesAbandoned += 1
                 }
-            case .handOff: report.writesHandedOff += 1
+            case .handOff:
+                report.writesHandedOff += 1
+                pendingWork.track(.handedOffWrite, until: write.done)
             case .discard: report.writesDiscarded += 1
             }
         }
@@ -133,6 +135,8 @@ extension SessionManager {
             await Self.runServerSteps(
                 tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration)
         }
+        // A process about to exit waits for them (finishPendingWork), whether or not this call does.
+        pendingWork.track(.serverSteps, serverSteps)
 
         // 5. Purge: the record (its deletion queued above), the account's directory and outbox, every registered
         //    resource; meanwhile the server steps run.
