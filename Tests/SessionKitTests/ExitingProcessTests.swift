@@ -61,7 +61,7 @@ import Testing
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
         await manager.restore()
         let sessions = manager.sessions.count
-        manager.sessions.forEach { $0.end() }
+        for session in manager.sessions { session.end() }
         return (try await store.load(for: account), endpoint.presented.withLock { $0 }, sessions)
     }
 
