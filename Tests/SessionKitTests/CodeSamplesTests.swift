@@ -193,6 +193,84 @@ import Testing
         }
     }
 
+    @Test func severalProviders() async throws {
+        let configuration = MockAuthorizationServer.Configuration(clientID: "mail")
+        try await MockAuthorizationServer.withRunning(configuration: configuration) { workServer in
+            try await MockAuthorizationServer.withRunning(configuration: configuration) { personalServer in
+                try workServer.addUser("alice")
+                try personalServer.addUser("alice")
+                let store = InMemoryCredentialStore()
+                let (workIssuer, personalIssuer) = (workServer.issuer, personalServer.issuer)
+                let (workClient, personalClient) = (workServer.makeClient(), personalServer.makeClient())
+                let workAccount = Account(issuer: workIssuer, subject: "alice")
+                let personalAccount = Account(issuer: personalIssuer, subject: "alice")
+                let workTokens = try workServer.issueTokens(for: "alice")
+                let personalTokens = try personalServer.issueTokens(for: "alice")
+
+                // sample-begin: several-providers
+                let manager = SessionManager(
+                    configuration: .init(
+                        store: store,
+                        providers: [
+                            Provider(id: "work", issuer: workIssuer, client: workClient),
+                            Provider(id: "personal", issuer: personalIssuer, client: personalClient),
+                        ]))
+                let work = try await manager.signIn(workAccount, tokens: workTokens, through: "work")
+                let personal = try await manager.signIn(
+                    personalAccount, tokens: personalTokens, through: "personal", makeCurrent: false)
+                try await personal.refreshTokens()  // at the personal provider, with its client
+                // sample-end: several-providers
+
+                #expect(manager.current === work)
+                #expect(personalServer.tokenRequestCount(grant: .refreshToken) == 1)
+                #expect(workServer.tokenRequestCount(grant: .refreshToken) == 0)
+                // The next launch knows which provider each account came through.
+                let next = SessionManager(
+                    configuration: .init(
+                        store: store,
+                        providers: [
+                            Provider(id: "work", issuer: workIssuer, client: workClient),
+                            Provider(id: "personal", issuer: personalIssuer, client: personalClient),
+                        ]))
+                work.end()
+                personal.end()
+                // Restore refreshes the current account (its access token is not stored) at the work provider.
+                await next.restore()
+                #expect(next.current?.account == workAccount)
+                #expect(workServer.tokenRequestCount(grant: .refreshToken) == 1)
+                let restored = try #require(next.sessions.first { $0.account == personalAccount })
+                try await restored.refreshTokens()
+                #expect(personalServer.tokenRequestCount(grant: .refreshToken) == 2)
+                #expect(workServer.tokenRequestCount(grant: .refreshToken) == 1)
+                for session in next.sessions { session.end() }
+            }
+        }
+    }
+
+    @Test func finishingPendingWorkBeforeExiting() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
+            try mock.addUser("alice")
+            let oauth = mock.makeClient()
+            let store = InMemoryCredentialStore()
+            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            let account = Account(issuer: mock.issuer, subject: "alice")
+            try await manager.signIn(account, tokens: try mock.issueTokens(for: "alice"))
+            var options = SignOutOptions()
+            options.waitForServer = false
+            await manager.signOut(options: options)
+
+            // sample-begin: getting-started-exit
+            let left = await manager.finishPendingWork(within: .seconds(5))
+            if !left.isEmpty {
+                print("warning: \(left)")  // e.g. "1 sign-out server steps still pending"; never a token
+            }
+            // sample-end: getting-started-exit
+
+            #expect(left.isEmpty)
+            #expect(mock.requests.filter { $0.path == "/revoke" }.count == 1, "revoked before the call returned")
+        }
+    }
+
     // MARK: - The documents show this code
 
     /// Where each sample is shown.
@@ -202,9 +280,10 @@ import Testing
             "Sources/SessionKit/SessionKit.docc/GettingStarted.md",
             [
                 "getting-started-setup", "getting-started-sign-in", "getting-started-request",
-                "getting-started-sign-out",
+                "getting-started-sign-out", "getting-started-exit",
             ]
         ),
+        ("Sources/SessionKit/SessionKit.docc/SeveralAccounts.md", ["several-providers"]),
         (
             "Sources/SessionKit/SessionKit.docc/TestingYourApp.md",
             ["testing-late-response", "testing-mock-refresh", "testing-manual-clock"]

@@ -102,4 +102,20 @@ import Testing
         #expect(manager.current === bobSession)
         #expect(manager.state == .active(bob, offline: false))
     }
+
+    @Test func aRejectedRefreshTokenLeavesNobodyCurrentAndAsksForThatAccountWhileOthersStayLive() async throws {
+        let store = InMemoryCredentialStore()
+        let endpoint = ScriptedTokenEndpoint { _, _ in throw SessionError(.refreshRejected, "invalid_grant") }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
+        let aliceSession = try await manager.signIn(alice, tokens: tokens("alice"))
+        await #expect(throws: SessionError.self) { try await aliceSession.refreshTokens() }
+        #expect(manager.state == .reauthenticationRequired(alice))
+        #expect(manager.current == nil)
+        #expect(manager.sessions.map(\.account) == [bob])
+        #expect(bobSession.isActive)
+        #expect(await manager.finishPendingWork(within: .seconds(5)).isEmpty)
+        #expect(await store.load(for: alice) == nil)
+        #expect(await store.load(for: bob) != nil)
+    }
 }

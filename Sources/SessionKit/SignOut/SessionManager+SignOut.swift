@@ -16,6 +16,10 @@ extension SessionManager {
     /// account's directory, outbox and registered resources are purged. The local phases share one deadline,
     /// ``SignOutOptions/localTimeout``. A sign-in of the same account waits until the purge has finished.
     ///
+    /// When the session was current and other accounts are live, the one current most recently becomes current (one
+    /// never current comes after), and its selection is stored, so the next ``restore()`` makes the same account
+    /// current; with none live the state is ``SessionState/signedOut``.
+    ///
     /// Signing out a session that is no longer live, of an account that has signed in again since, only makes
     /// sure it has ended: the account's records and files belong to the live session, so the report's purge and
     /// server steps are all ``SignOutReport/StepOutcome/notRequested``.
@@ -30,7 +34,8 @@ extension SessionManager {
     ///   ``SignOutReport/credentialDeletion`` or ``SignOutReport/directoryRemoval`` says otherwise
     ///   (``SignOutReport/isPurgeComplete``); a failed purge is retried by ``restore()`` or by the account's next
     ///   sign-in, whichever comes first. With ``SignOutOptions/waitForServer`` off the purge does not wait for the
-    ///   server steps, which finish in the background.
+    ///   server steps, which finish in the background: a process about to exit waits for them with
+    ///   ``finishPendingWork(within:)``.
     @discardableResult
     public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
         -> SignOutReport?
