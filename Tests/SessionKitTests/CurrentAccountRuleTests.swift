@@ -25,27 +25,30 @@ import Testing
         func tick() { clock.advance(by: .seconds(1)) }
     }
 
-    @Test func theAccountCurrentMostRecentlyBecomesCurrentAndRestoreAgrees() async throws {
+    /// Both orders: whichever of Bob and Carol was current last follows, whatever their storage keys say.
+    @Test(arguments: [true, false])
+    func theAccountCurrentMostRecentlyBecomesCurrentAndRestoreAgrees(carolLast: Bool) async throws {
+        let (earlier, later) = carolLast ? (bob, carol) : (carol, bob)
         let setup = Setup()
         let manager = setup.manager()
         let aliceSession = try await manager.signIn(alice, tokens: tokens("alice"))
         setup.tick()
-        try await manager.signIn(bob, tokens: tokens("bob"))
+        try await manager.signIn(earlier, tokens: tokens(earlier.subject))
         setup.tick()
-        try await manager.signIn(carol, tokens: tokens("carol"))
+        try await manager.signIn(later, tokens: tokens(later.subject))
         setup.tick()
         try await manager.switchTo(aliceSession)
         setup.tick()
-        // Alice is current; Carol was current before her, then Bob.
+        // Alice is current; `later` was current before her, then `earlier`.
         await manager.signOut()
-        #expect(manager.current?.account == carol)
-        #expect(manager.state == .active(carol, offline: false))
+        #expect(manager.current?.account == later)
+        #expect(manager.state == .active(later, offline: false))
         #expect(Set(manager.sessions.map(\.account)) == [bob, carol])
         #expect(await manager.finishPendingWork(within: .seconds(5)).isEmpty)
 
         let next = await setup.nextLaunch()
-        #expect(next.current?.account == carol)
-        #expect(next.state.account == carol)
+        #expect(next.current?.account == later)
+        #expect(next.state.account == later)
     }
 
     @Test func anAccountNeverCurrentIsChosenWhenItIsTheOnlyOneLeft() async throws {
