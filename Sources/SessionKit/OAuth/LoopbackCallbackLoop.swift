@@ -169,6 +169,8 @@ struct LoopbackCallbackLoop {
                 length <= LoopbackHTTP.maximumHeadSize
             {
                 answer(&connection, LoopbackHTTP.verdict(head: connection.input[..<length], path: path, authority: authority))
+            } else if !LoopbackHTTP.canBeRequest(connection.input) {
+                respond(&connection, status: 400, page: nil)
             } else if connection.input.count >= LoopbackHTTP.maximumHeadSize {
                 respond(&connection, status: 431, page: nil)
             } else {

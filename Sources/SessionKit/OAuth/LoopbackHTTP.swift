@@ -21,18 +21,30 @@ enum LoopbackHTTP {
     /// The length of the request head at the start of `bytes`, through its terminating empty line, or `nil` when
     /// the head is not complete yet.
     ///
+    /// A head that ends in two bare line feeds counts as complete too, so that ``verdict(head:path:authority:)``
+    /// answers it 400 at once instead of the connection waiting for a CRLF that never comes.
+    ///
     /// - Parameters:
     ///   - bytes: What the connection sent so far.
     ///   - searchFrom: Where the previous search stopped, to keep the search linear in the bytes read.
     static func headLength(in bytes: [UInt8], searchFrom: Int = 0) -> Int? {
         var index = max(0, searchFrom - 3)
-        while index + 3 < bytes.count {
-            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
+        while index + 1 < bytes.count {
+            if bytes[index] == 10, bytes[index + 1] == 10 { return index + 2 }
+            if index + 3 < bytes.count, bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13,
+                bytes[index + 3] == 10
+            {
                 return index + 4
             }
             index += 1
         }
         return nil
+    }
+
+    /// Whether `bytes` can still become a request: a request line starts with a method token. A TLS handshake or
+    /// other binary is refused with its first byte, not after the connection's time bound.
+    static func canBeRequest(_ bytes: [UInt8]) -> Bool {
+        bytes.first.map(isTokenByte) ?? true
     }
 
     /// Classifies a complete request head.
