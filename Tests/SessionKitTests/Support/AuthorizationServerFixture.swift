@@ -307,6 +307,28 @@ struct AuthorizationServerFixture: Sendable {
         return code
     }
 
+    /// Plays the browser for an authorization URL a client built: signs `user` in and follows the request to the
+    /// redirect the server answers with.
+    ///
+    /// - Parameters:
+    ///   - url: The authorization request's URL.
+    ///   - user: The username to sign in as.
+    /// - Returns: The redirect's URL (the callback, with `code` and `state`, or `error`).
+    /// - Throws: ``FixtureError`` when the server does not redirect.
+    func followAuthorization(_ url: URL, as user: String) async throws -> URL {
+        let login = try await testRequest("POST", "/test/login", json: ["username": user])
+        guard login.status == 200, let cookie = login.string("cookie") else {
+            throw FixtureError("POST /test/login answered \(login.status)")
+        }
+        var request = URLRequest(url: url)
+        request.httpShouldHandleCookies = false
+        request.setValue(cookie, forHTTPHeaderField: "Cookie")
+        let response = try await send(request)
+        guard response.status == 302, let location = response.header("Location"), let redirect = URL(string: location)
+        else { throw FixtureError("the authorization request answered \(response.status), not a redirect") }
+        return redirect
+    }
+
     // MARK: - Test API (/test/)
 
     /// The request log, oldest first; only the requests acting for `username` when given.
