@@ -15,7 +15,10 @@ import Testing
     static let host = "Host: 127.0.0.1:4321\r\n"
 
     @Test(arguments: [
-        ("GET /callback?code=c&state=s HTTP/1.1\r\n\(host)\r\n", LoopbackHTTP.Verdict.callback(target: "/callback?code=c&state=s")),
+        (
+            "GET /callback?code=c&state=s HTTP/1.1\r\n\(host)\r\n",
+            LoopbackHTTP.Verdict.callback(target: "/callback?code=c&state=s")
+        ),
         ("GET /callback HTTP/1.1\r\nhOsT:   127.0.0.1:4321  \r\nAccept: */*\r\n\r\n", .callback(target: "/callback")),
         ("GET /callback?x HTTP/1.0\r\n\r\n", .callback(target: "/callback?x")),
         ("GET /favicon.ico HTTP/1.1\r\n\(host)\r\n", .notFound),
@@ -64,7 +67,8 @@ import Testing
     }
 
     @Test func everyAnswerClosesTheConnectionAndIsNeverCached() {
-        let answer = String(decoding: LoopbackHTTP.response(status: 405, body: Array("x".utf8), isPage: false), as: UTF8.self)
+        let answer = String(
+            decoding: LoopbackHTTP.response(status: 405, body: Array("x".utf8), isPage: false), as: UTF8.self)
         #expect(answer.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"))
         for field in [
             "Content-Type: text/plain; charset=utf-8", "Content-Length: 1", "Cache-Control: no-store",
@@ -83,7 +87,9 @@ import Testing
         #expect(LoopbackHTTP.isValidPath(path))
     }
 
-    @Test(arguments: ["", "callback", "/call back", "/callback?x", "/callback#x", "/%63", "/ä", String(repeating: "/a", count: 200)])
+    @Test(arguments: [
+        "", "callback", "/call back", "/callback?x", "/callback#x", "/%63", "/ä", String(repeating: "/a", count: 200),
+    ])
     func unacceptablePaths(_ path: String) {
         #expect(!LoopbackHTTP.isValidPath(path))
     }

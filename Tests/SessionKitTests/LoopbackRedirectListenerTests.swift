@@ -93,7 +93,9 @@ import Testing
             }
             #expect(error?.code == .invalidInput)
         }
-        #expect(throws: SessionError.self) { try LoopbackRedirectListener.Page(html: String(repeating: "x", count: 65_537)) }
+        #expect(throws: SessionError.self) {
+            try LoopbackRedirectListener.Page(html: String(repeating: "x", count: 65_537))
+        }
         let fixture = try Self.fixture()
         let zero = await #expect(throws: SessionError.self) {
             try await fixture.listener.authorizationCode(answering: fixture.request, timeout: .zero)
@@ -132,7 +134,9 @@ import Testing
         _ = try await Raw.exchange(port: fixture.port, fixture.callback(code: "first"))
         #expect(try await waiting.value == "first")
         #expect(Raw.isRefused(port: fixture.port))
-        await #expect(throws: (any Error).self) { try await Raw.exchange(port: fixture.port, fixture.callback(code: "second")) }
+        await #expect(throws: (any Error).self) {
+            try await Raw.exchange(port: fixture.port, fixture.callback(code: "second"))
+        }
         let again = await #expect(throws: SessionError.self) {
             try await fixture.listener.authorizationCode(answering: fixture.request)
         }
@@ -144,7 +148,10 @@ import Testing
         // Both connect and send before the wait begins: they wait in the backlog and are read in one turn.
         let first = try Raw.open(port: fixture.port).get()
         let second = try Raw.open(port: fixture.port).get()
-        defer { [first, second].forEach { _ = close($0) } }
+        defer {
+            _ = close(first)
+            _ = close(second)
+        }
         Raw.sendAll(first, Array(fixture.callback(code: "one").utf8))
         Raw.sendAll(second, Array(fixture.callback(code: "two").utf8))
         let code = try await Self.wait(fixture).value
@@ -161,7 +168,8 @@ import Testing
     @Test func aWrongStateIsRefusedAndThePageSaysSignInFailed() async throws {
         let fixture = try Self.fixture()
         let waiting = Self.wait(fixture)
-        let page = try await Raw.exchange(port: fixture.port, fixture.callback(code: "stolen-c0de", state: "attacker-st4te"))
+        let page = try await Raw.exchange(
+            port: fixture.port, fixture.callback(code: "stolen-c0de", state: "attacker-st4te"))
         let error = Self.sessionError(await Self.outcome(of: waiting))
         #expect(error?.code == .invalidInput)
         #expect(error?.message.contains("state") == true)
@@ -175,7 +183,8 @@ import Testing
     @Test func accessDeniedGivesTheTypedErrorAndNoReflectedText() async throws {
         let fixture = try Self.fixture()
         let waiting = Self.wait(fixture)
-        let target = "/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state="
+        let target =
+            "/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state="
             + fixture.request.state
         let page = try await Raw.exchange(port: fixture.port, Raw.get(target, port: fixture.port))
         let error = Self.sessionError(await Self.outcome(of: waiting))
@@ -209,7 +218,10 @@ import Testing
             (Raw.get("/favicon.ico", port: port), 404),
             (Raw.get("/", port: port), 404),
             (Raw.get("/callback/extra?code=x&state=\(fixture.request.state)", port: port), 404),
-            ("POST /callback?code=x&state=\(fixture.request.state) HTTP/1.1\r\n\(host)Content-Length: 5\r\n\r\nhello", 405),
+            (
+                "POST /callback?code=x&state=\(fixture.request.state) HTTP/1.1\r\n\(host)Content-Length: 5\r\n\r\nhello",
+                405
+            ),
             ("HEAD /callback HTTP/1.1\r\n\(host)\r\n", 405),
             ("GET /callback?code=x HTTP/1.1\r\nHost: rebound.example:\(port)\r\n\r\n", 421),
             ("GARBAGE\r\n\r\n", 400),
@@ -226,7 +238,8 @@ import Testing
             #expect(answer.closed)
             #expect(answer.headers["connection"] == "close")
         }
-        let oversize = "GET /callback?code=x HTTP/1.1\r\n\(host)X-Filler: \(String(repeating: "a", count: 9000))\r\n\r\n"
+        let oversize =
+            "GET /callback?code=x HTTP/1.1\r\n\(host)X-Filler: \(String(repeating: "a", count: 9000))\r\n\r\n"
         #expect(try await Raw.exchange(port: port, oversize).status == 431)
         let binary: [UInt8] = [0x47, 0x45, 0x54, 0x20, 0x2F, 0xFF, 0xFE, 0x20] + Array(" HTTP/1.1\r\n\r\n".utf8)
         #expect(try await Raw.exchange(port: port, binary).status == 400)

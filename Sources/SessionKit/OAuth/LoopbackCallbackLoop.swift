@@ -87,7 +87,7 @@ struct LoopbackCallbackLoop {
     /// Serves connections until the wait ends; closes the listener and every connection before it returns.
     mutating func run() -> Outcome {
         defer {
-            connections.forEach { LoopbackSocket.close($0.descriptor) }
+            for connection in connections { LoopbackSocket.close(connection.descriptor) }
             connections.removeAll()
             closeListener()
         }
@@ -103,7 +103,8 @@ struct LoopbackCallbackLoop {
             if delivered == nil, now >= deadline { return .timedOut }
 
             var descriptors = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            let accepting = listener != nil && connections.count < Self.maximumConnections
+            let accepting =
+                listener != nil && connections.count < Self.maximumConnections
                 && acceptPausedUntil.map { $0 <= now } ?? true
             if accepting, let listener { descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
             for connection in connections {
@@ -168,7 +169,9 @@ struct LoopbackCallbackLoop {
             if let length = LoopbackHTTP.headLength(in: connection.input, searchFrom: searchFrom),
                 length <= LoopbackHTTP.maximumHeadSize
             {
-                answer(&connection, LoopbackHTTP.verdict(head: connection.input[..<length], path: path, authority: authority))
+                answer(
+                    &connection,
+                    LoopbackHTTP.verdict(head: connection.input[..<length], path: path, authority: authority))
             } else if !LoopbackHTTP.canBeRequest(connection.input) {
                 respond(&connection, status: 400, page: nil)
             } else if connection.input.count >= LoopbackHTTP.maximumHeadSize {

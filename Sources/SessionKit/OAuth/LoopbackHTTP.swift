@@ -27,6 +27,7 @@ enum LoopbackHTTP {
     /// - Parameters:
     ///   - bytes: What the connection sent so far.
     ///   - searchFrom: Where the previous search stopped, to keep the search linear in the bytes read.
+    /// - Returns: The head's length through its empty line, or `nil` while it is incomplete.
     static func headLength(in bytes: [UInt8], searchFrom: Int = 0) -> Int? {
         var index = max(0, searchFrom - 3)
         while index + 1 < bytes.count {
@@ -53,6 +54,7 @@ enum LoopbackHTTP {
     ///   - head: The head, through its empty line.
     ///   - path: The callback path.
     ///   - authority: `127.0.0.1:PORT`, which `Host` must equal.
+    /// - Returns: What to do with the request.
     static func verdict(head: ArraySlice<UInt8>, path: String, authority: String) -> Verdict {
         var lines = split(head)
         // The head ends with CRLF CRLF, so the split leaves two empty lines at the end.

@@ -20,7 +20,8 @@ enum LoopbackSocket {
         /// A `SessionError` for it; `errno` text only, nothing a peer sent.
         func sessionError(_ context: String) -> SessionError {
             SessionError(
-                .networkUnavailable, "\(context): \(operation) failed: \(String(cString: strerror(code))) (errno \(code))")
+                .networkUnavailable,
+                "\(context): \(operation) failed: \(String(cString: strerror(code))) (errno \(code))")
         }
     }
 
@@ -199,7 +200,9 @@ enum LoopbackSocket {
         }
     }
 
-    private static func systemAccept(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?) -> Int32 {
+    private static func systemAccept(
+        _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?
+    ) -> Int32 {
         #if canImport(Glibc)
             Glibc.accept(fd, address, length)
         #else

@@ -27,11 +27,11 @@ extension OAuthClient {
         scope: String? = nil,
         additionalParameters: [String: String] = [:],
         expectedIssuer: String? = nil,
-        listener configuration: LoopbackRedirectListener.Configuration = .init(),
+        listener: LoopbackRedirectListener.Configuration = .init(),
         timeout: Duration = .seconds(300),
         open: (URL) async throws -> Void
     ) async throws -> TokenSet {
-        let listener = try LoopbackRedirectListener(configuration: configuration)
+        let listener = try LoopbackRedirectListener(configuration: listener)
         let request = try authorizationRequest(
             redirectURI: listener.redirectURI, scope: scope, additionalParameters: additionalParameters)
         // Leaving the scope early (open threw) cancels the wait and awaits it: the listener is closed by then.
