@@ -271,6 +271,54 @@ import Testing
         }
     }
 
+    @Test func commandLineSignIn() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-cli")) { mock in
+            try mock.addUser("alice")
+            try mock.approveNextAuthorization(as: "alice")
+            let oauth = mock.makeClient(clientID: "my-cli")
+            let account = Account(issuer: mock.issuer, subject: "alice")
+            let credentials = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: credentials) }
+            let profileURL = mock.userInfoEndpoint
+            let shown = Locked<Int>(0)
+            // The browser: follows the sign-in to the listener's redirect and shows its page.
+            @Sendable func openInBrowser(_ url: URL) async throws {
+                let browser = URLSession(configuration: .ephemeral)
+                defer { browser.finishTasksAndInvalidate() }
+                let (_, response) = try await browser.data(for: URLRequest(url: url))
+                shown.withLock { $0 = (response as? HTTPURLResponse)?.statusCode ?? 0 }
+            }
+
+            // sample-begin: command-line-sign-in
+            let store = try FileCredentialStore(directory: credentials)
+            let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            await manager.restore()
+            if manager.current == nil {
+                try await manager.signIn(account) {
+                    try await oauth.authorizeInBrowser(scope: "profile") { url in
+                        print("Sign in at \(url)")  // the listener already waits on 127.0.0.1
+                        try await openInBrowser(url)
+                    }
+                }
+            }
+            let session = try #require(manager.current)
+            let (profile, _) = try await session.data(for: URLRequest(url: profileURL))
+            print(String(decoding: profile, as: UTF8.self))
+            // sample-end: command-line-sign-in
+
+            // sample-begin: command-line-exit
+            let left = await manager.finishPendingWork(within: .seconds(5))
+            if !left.isEmpty { FileHandle.standardError.write(Data("sessionkit: \(left)\n".utf8)) }
+            // sample-end: command-line-exit
+
+            #expect(shown.withLock { $0 } == 200, "the browser saw the listener's page")
+            #expect(String(decoding: profile, as: UTF8.self) == #"{"user":"alice"}"#)
+            #expect(left.isEmpty)
+            #expect(try await store.load(for: account)?.refreshToken != nil, "the next run restores without a browser")
+            session.end()
+        }
+    }
+
     // MARK: - The documents show this code
 
     /// Where each sample is shown.
@@ -284,6 +332,10 @@ import Testing
             ]
         ),
         ("Sources/SessionKit/SessionKit.docc/SeveralAccounts.md", ["several-providers"]),
+        (
+            "Sources/SessionKit/SessionKit.docc/SigningInFromACommandLine.md",
+            ["command-line-sign-in", "command-line-exit"]
+        ),
         (
             "Sources/SessionKit/SessionKit.docc/TestingYourApp.md",
             ["testing-late-response", "testing-mock-refresh", "testing-manual-clock"]
