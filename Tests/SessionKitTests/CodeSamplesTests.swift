@@ -224,14 +224,8 @@ import Testing
                 #expect(manager.current === work)
                 #expect(personalServer.tokenRequestCount(grant: .refreshToken) == 1)
                 #expect(workServer.tokenRequestCount(grant: .refreshToken) == 0)
-                // The next launch knows which provider each account came through.
-                let next = SessionManager(
-                    configuration: .init(
-                        store: store,
-                        providers: [
-                            Provider(id: "work", issuer: workIssuer, client: workClient),
-                            Provider(id: "personal", issuer: personalIssuer, client: personalClient),
-                        ]))
+                // The next launch, configured the same way, knows which provider each account came through.
+                let next = SessionManager(configuration: manager.configuration)
                 work.end()
                 personal.end()
                 // Restore refreshes the current account (its access token is not stored) at the work provider.

@@ -124,37 +124,36 @@ import Testing
         }
     }
 
-    @Test func aToolThatSignsOutWithoutWaitingForTheServerStillRevokesBeforeItExits() async throws {
+    /// Runs a sign-out scenario over a record of alice that needs no refresh: what the child printed, its exit
+    /// status, and what the next launch found.
+    private static func signOutAndExit(
+        _ scenario: String
+    ) async throws -> (
+        lines: [String], status: Int32, next: (record: CredentialRecord?, presented: [String], sessions: Int)
+    ) {
         let account = Account(issuer: "https://exit.sessionkit.invalid", subject: "alice")
-        try await TemporaryDirectory.with { root in
+        return try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("credentials")
-            try await Self.seed(
+            try await seed(
                 account, in: directory, refreshToken: "rt-alice", accessToken: "at-alice",
                 expiresAt: Date(timeIntervalSinceNow: 3600))
-
-            let (lines, status) = try Self.run("sign-out-slow", directory: directory)
-
-            #expect(status == 0, "\(lines)")
-            #expect(lines == ["revoked", "left no pending work"], "the revocation did not finish before the exit")
-            #expect(try await Self.nextLaunch(account, in: directory).record == nil)
+            let (lines, status) = try run(scenario, directory: directory)
+            return (lines, status, try await nextLaunch(account, in: directory))
         }
     }
 
+    @Test func aToolThatSignsOutWithoutWaitingForTheServerStillRevokesBeforeItExits() async throws {
+        let (lines, status, next) = try await Self.signOutAndExit("sign-out-slow")
+        #expect(status == 0, "\(lines)")
+        #expect(lines == ["revoked", "left no pending work"], "the revocation did not finish before the exit")
+        #expect(next.record == nil)
+    }
+
     @Test func aToolThatSignsOutWhileTheServerHangsIsToldTheRevocationIsLeftAndKeepsNoRecord() async throws {
-        let account = Account(issuer: "https://exit.sessionkit.invalid", subject: "alice")
-        try await TemporaryDirectory.with { root in
-            let directory = root.appendingPathComponent("credentials")
-            try await Self.seed(
-                account, in: directory, refreshToken: "rt-alice", accessToken: "at-alice",
-                expiresAt: Date(timeIntervalSinceNow: 3600))
-
-            let (lines, status) = try Self.run("sign-out-hung", directory: directory)
-
-            #expect(status == 0, "\(lines)")
-            #expect(lines == ["left 1 sign-out server steps still pending"])
-            let next = try await Self.nextLaunch(account, in: directory)
-            #expect(next.record == nil)
-            #expect(next.presented.isEmpty)
-        }
+        let (lines, status, next) = try await Self.signOutAndExit("sign-out-hung")
+        #expect(status == 0, "\(lines)")
+        #expect(lines == ["left 1 sign-out server steps still pending"])
+        #expect(next.record == nil)
+        #expect(next.presented.isEmpty)
     }
 }
