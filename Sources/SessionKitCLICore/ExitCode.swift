@@ -24,6 +24,18 @@ enum ExitCode: Int32, Sendable, CaseIterable {
              be written
         """
 
+    /// The exit statuses of `sessionkit demo`: its scenarios run on this machine only, so no host, TLS or remote
+    /// answer can fail it.
+    static let demoHelpText = """
+        Exit status:
+          0  no SessionKit row leaked (the naive rows are expected to)
+          1  a SessionKit row leaked
+          2  usage error: unknown flag, missing or invalid value, or an
+             --only prefix that no scenario id starts with
+          3  a scenario could not run (a loopback server or the mock OAuth
+             server failed), or standard output could not be written
+        """
+
     /// The exit statuses of `sessionkit audit cache`.
     static let cacheHelpText = """
         Exit status:

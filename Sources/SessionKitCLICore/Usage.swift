@@ -20,7 +20,8 @@ enum Usage {
             case .auditCache: ExitCode.cacheHelpText
             case .auditLogout: ExitCode.logoutHelpText
             case .auditRedirects: ExitCode.redirectsHelpText
-            default: ExitCode.helpText
+            case .demo: ExitCode.demoHelpText
+            case .tool, .audit: ExitCode.helpText
             }
         return body + "\n\n" + exits + "\n"
     }

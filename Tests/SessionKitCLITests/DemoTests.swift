@@ -9,6 +9,10 @@ import Testing
     import FoundationNetworking
 #endif
 
+/// The root of this repository, from this file's path.
+private let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
 @Suite(.timeLimit(.minutes(10))) struct DemoTests {
     /// Whether the naive code shows the bug on this platform, by scenario id (`nil`: it depends on the run).
     static func naiveLeaks(_ id: String) -> Bool? {
@@ -87,9 +91,30 @@ import Testing
         }
     }
 
-    @Test func theHelpListsEveryScenario() {
+    /// The ids listed after `marker` up to the next blank line, in order: the help's or the README's list.
+    static func listedIDs(in text: String, after marker: String) throws -> [String] {
+        let start = try #require(text.range(of: marker), "no \(marker) in the text")
+        let rest = text[start.upperBound...]
+        let list = rest[..<(rest.range(of: "\n\n")?.lowerBound ?? rest.endIndex)]
+        return list.split(whereSeparator: { ", \n`".contains($0) }).map(String.init)
+    }
+
+    @Test func theHelpListsExactlyTheDemosScenariosInOrder() throws {
+        #expect(try Self.listedIDs(in: Usage.text(.demo), after: "Scenarios:") == Self.ids)
+    }
+
+    @Test func theDemosHelpGivesTheDemosExitStatusesNotTheAudits() {
         let help = flattened(Usage.text(.demo))
-        for id in Self.ids { #expect(help.contains(id), "\(id)") }
+        #expect(help.contains("0 no SessionKit row leaked"), "\(help)")
+        #expect(help.contains("1 a SessionKit row leaked"))
+        #expect(help.contains("3 a scenario could not run"))
+        #expect(!help.contains("host unreachable") && !help.contains("TLS"), "the demo contacts no remote host")
+    }
+
+    @Test func theReadmeListsExactlyTheDemosScenariosAndTheirCount() throws {
+        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(try Self.listedIDs(in: readme, after: "Its scenarios, in the order it runs them:") == Self.ids)
+        #expect(readme.contains("runs \(Self.ids.count) scenarios"))
     }
 
     @Test func theNaiveAppLeaksExactlyWhenSomethingIsInFlightAtLogout() async throws {

@@ -12,7 +12,8 @@ extension SessionManager {
     ///
     /// Then writes in flight follow their ``WritePolicy``, the session ends (every request cancelled), and the
     /// record's deletion completes before any server is contacted. The tokens the session held when it ended are
-    /// revoked on clients of their own, bounded by ``SignOutOptions/serverTimeout``, best effort, while the
+    /// revoked on clients of their own, bounded by ``SignOutOptions/serverTimeout``, best effort (the server steps
+    /// run at the same time, so a hung endpoint starves no other; an empty token is never sent), while the
     /// account's directory, outbox and registered resources are purged. The local phases share one deadline,
     /// ``SignOutOptions/localTimeout``. A sign-in of the same account waits until the purge has finished.
     ///
@@ -160,11 +161,13 @@ extension SessionManager {
             report.serverSession = server.serverSession
             report.providerLogout = server.providerLogout
         } else {
-            if options.revokeRefreshToken, target.revoker != nil, tokens?.refreshToken != nil {
+            if options.revokeRefreshToken, target.revoker != nil, tokens?.refreshToken?.isEmpty == false {
                 report.refreshTokenRevocation = .inBackground
             }
-            if options.revokeAccessToken, target.revoker != nil { report.accessTokenRevocation = .inBackground }
-            if options.terminateServerSession != nil { report.serverSession = .inBackground }
+            if options.revokeAccessToken, target.revoker != nil, tokens?.accessToken.isEmpty == false {
+                report.accessTokenRevocation = .inBackground
+            }
+            if options.terminateServerSession != nil, tokens != nil { report.serverSession = .inBackground }
             if options.providerLogout != nil { report.providerLogout = .inBackground }
         }
         return report
@@ -214,34 +217,57 @@ extension SessionManager {
         return result
     }
 
-    private static func runServerSteps(
+    /// Runs sign-out's server steps at the same time, each within the one ``SignOutOptions/serverTimeout``, so a
+    /// hung endpoint costs the others nothing.
+    ///
+    /// One order is kept: the access token's revocation starts once the app's backend step has finished, or half
+    /// the bound has passed, whichever comes first, because a backend that authenticates its sign-out call with the
+    /// access token must see it still valid. A token that is empty (a restored session that never fetched an access
+    /// token) is not revoked: there is nothing to revoke, and the server would only answer an error.
+    static func runServerSteps(
         tokens: TokenSet?,
         account: Account,
         revoker: (any TokenRevoker)?,
         options: SignOutOptions,
         configuration: Configuration
     ) async -> SignOutReport {
-        var report = SignOutReport(account: account)
         let clock = configuration.sessionConfiguration.clock
         let deadline = clock.now.advanced(by: options.serverTimeout)
-        if let revoker {
-            if options.revokeRefreshToken, let refreshToken = tokens?.refreshToken {
-                report.refreshTokenRevocation = await bounded(until: deadline, clock: clock) {
-                    try await revoker.revoke(refreshToken, hint: .refreshToken)
-                }
+        let refreshToken = tokens?.refreshToken.flatMap { $0.isEmpty ? nil : $0 }
+        let accessToken = tokens.flatMap { $0.accessToken.isEmpty ? nil : $0.accessToken }
+        let backendFinished = Broadcast<Void>()
+
+        async let refreshOutcome: SignOutReport.StepOutcome = {
+            guard options.revokeRefreshToken, let revoker, let refreshToken else { return .notRequested }
+            return await bounded(until: deadline, clock: clock) {
+                try await revoker.revoke(refreshToken, hint: .refreshToken)
             }
-            if options.revokeAccessToken, let accessToken = tokens?.accessToken {
-                report.accessTokenRevocation = await bounded(until: deadline, clock: clock) {
-                    try await revoker.revoke(accessToken, hint: .accessToken)
-                }
+        }()
+        async let backendOutcome: SignOutReport.StepOutcome = {
+            defer { _ = backendFinished.resolve(.success(())) }
+            guard let terminate = options.terminateServerSession, let tokens else { return .notRequested }
+            return await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
+        }()
+        async let accessOutcome: SignOutReport.StepOutcome = {
+            guard options.revokeAccessToken, let revoker, let accessToken else { return .notRequested }
+            let halfway = clock.now.advanced(by: options.serverTimeout / 2)
+            _ = try? await backendFinished.value(
+                deadline: min(halfway, deadline), clock: clock,
+                timeoutError: SessionError(.timedOut, "backend sign-out still running"))
+            return await bounded(until: deadline, clock: clock) {
+                try await revoker.revoke(accessToken, hint: .accessToken)
             }
-        }
-        if let terminate = options.terminateServerSession, let tokens {
-            report.serverSession = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
-        }
-        if let logout = options.providerLogout {
-            report.providerLogout = await bounded(until: deadline, clock: clock) { try await logout(account) }
-        }
+        }()
+        async let providerOutcome: SignOutReport.StepOutcome = {
+            guard let logout = options.providerLogout else { return .notRequested }
+            return await bounded(until: deadline, clock: clock) { try await logout(account) }
+        }()
+
+        var report = SignOutReport(account: account)
+        report.refreshTokenRevocation = await refreshOutcome
+        report.serverSession = await backendOutcome
+        report.accessTokenRevocation = await accessOutcome
+        report.providerLogout = await providerOutcome
         return report
     }
 

@@ -15,12 +15,16 @@ public struct SignOutOptions: Sendable {
     /// Revoke the refresh token with RFC 7009 (which also ends its access tokens on most servers).
     public var revokeRefreshToken: Bool
     /// Revoke the access token too, for servers that keep access tokens alive after their refresh token.
+    ///
+    /// Its revocation runs beside the refresh token's, and starts once ``terminateServerSession`` has finished or
+    /// half of ``serverTimeout`` has passed, so that a backend sign-out sees the token still valid. A session that
+    /// never fetched an access token (restored offline) revokes none.
     public var revokeAccessToken: Bool
     /// Ends the user's session on the app's own backend, given the tokens the session held (an injected step).
     public var terminateServerSession: (@Sendable (TokenSet) async throws -> Void)?
     /// Signs out of the identity provider (an injected step, such as an OIDC end-session call).
     public var providerLogout: (@Sendable (Account) async throws -> Void)?
-    /// The bound on all server-side steps together.
+    /// The bound on all server-side steps together; they run at the same time, each within it.
     public var serverTimeout: Duration
     /// Whether ``SessionManager/signOut(_:options:)`` waits for the server-side steps (within
     /// ``serverTimeout``) or lets them finish in the background.

@@ -147,7 +147,7 @@ enum RefreshAfterLogoutScenario {
                 leaked: used > 0 || stored > 0 || held || staleSent,
                 detail: "the refresh \(refreshOutcome); \(usage); credential store: "
                     + (stored == 0 ? "empty" : DemoSupport.count(stored, "record")) + "; \(stale); "
-                    + "revocation \(report.map { "\($0.refreshTokenRevocation)" } ?? "not run")"
+                    + "revocation \(report.map { "\($0.refreshTokenRevocation)" } ?? "not run") (refresh token)"
             )
         }
     }
