@@ -72,6 +72,12 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let insecureTransport = Code("insecureTransport")
         /// The request's origin is not one the session sends its token to (``UserSession/CredentialScope/origins``).
         public static let originNotServed = Code("originNotServed")
+        /// An OpenID Connect ID token failed validation; ``SessionError/idTokenCheck`` names the check it failed
+        /// (OpenID Connect Core §3.1.3.7). Nobody was signed in with it.
+        public static let idTokenRejected = Code("idTokenRejected")
+        /// A provider's discovery document or key set is unusable: its `issuer` is not the one asked for, an
+        /// endpoint is not `https`, a required member is missing (OpenID Connect Discovery 1.0 §4.3, RFC 8414 §3.3).
+        public static let providerMetadataRejected = Code("providerMetadataRejected")
 
         /// The code's name, for logs.
         public var description: String { name }
@@ -91,6 +97,8 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
     ///
     /// Not part of equality or hashing: two errors with the same code, message and server details are equal.
     public let underlyingError: (any Error & Sendable)?
+    /// The ID token check that failed, for ``Code/idTokenRejected``; `nil` otherwise.
+    public let idTokenCheck: IDTokenCheck?
 
     /// Creates an error.
     ///
@@ -101,13 +109,15 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
     ///   - oauthError: The OAuth error code the server sent, if any.
     ///   - retryAfter: The server's requested wait, if any.
     ///   - underlyingError: The error that caused this one, if any.
+    ///   - idTokenCheck: The ID token check that failed, if that is what went wrong.
     public init(
         _ code: Code,
         _ message: String,
         statusCode: Int? = nil,
         oauthError: String? = nil,
         retryAfter: Duration? = nil,
-        underlyingError: (any Error & Sendable)? = nil
+        underlyingError: (any Error & Sendable)? = nil,
+        idTokenCheck: IDTokenCheck? = nil
     ) {
         self.code = code
         self.message = message
@@ -115,6 +125,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         self.oauthError = oauthError
         self.retryAfter = retryAfter
         self.underlyingError = underlyingError
+        self.idTokenCheck = idTokenCheck
     }
 
     /// ``message``, for `LocalizedError` (and so `localizedDescription`).
@@ -124,6 +135,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
     public static func == (lhs: SessionError, rhs: SessionError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.statusCode == rhs.statusCode
             && lhs.oauthError == rhs.oauthError && lhs.retryAfter == rhs.retryAfter
+            && lhs.idTokenCheck == rhs.idTokenCheck
     }
 
     /// Hashes what ``==(_:_:)`` compares.
@@ -133,6 +145,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         hasher.combine(statusCode)
         hasher.combine(oauthError)
         hasher.combine(retryAfter)
+        hasher.combine(idTokenCheck)
     }
 
     /// The same error with every occurrence of `secrets` in its message replaced by a redaction marker: for
@@ -148,7 +161,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         }
         return SessionError(
             code, message, statusCode: statusCode, oauthError: oauthError, retryAfter: retryAfter,
-            underlyingError: underlyingError)
+            underlyingError: underlyingError, idTokenCheck: idTokenCheck)
     }
 
     /// A one-line description: the code, then the message and what the server said.
@@ -157,6 +170,7 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         if let statusCode { parts.append("status \(statusCode)") }
         if let oauthError { parts.append("oauth error \(oauthError)") }
         if let retryAfter { parts.append("retry after \(retryAfter)") }
+        if let idTokenCheck { parts.append("failed check \(idTokenCheck)") }
         return parts.joined(separator: "; ")
     }
 
@@ -167,10 +181,15 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
 }
 
 extension SessionError {
+    /// Whether a refresh that failed so has lost the grant: the server rejected it (`refreshRejected`), or its
+    /// answer named someone else (`idTokenRejected`; the server rotated the refresh token in that answer, which
+    /// SessionKit will not adopt). Either way the account must sign in again.
+    var endsGrant: Bool { code == .refreshRejected || code == .idTokenRejected }
+
     /// The same error, keeping `underlying` as its cause.
     func keeping(_ underlying: (any Error & Sendable)?) -> SessionError {
         SessionError(
             code, message, statusCode: statusCode, oauthError: oauthError, retryAfter: retryAfter,
-            underlyingError: underlying)
+            underlyingError: underlying, idTokenCheck: idTokenCheck)
     }
 }

@@ -401,4 +401,9 @@ private struct PresenceGuardedEndpoint: TokenEndpoint {
         try await prompt("Confirm it is you to stay signed in")
         return try await inner.refresh(using: refreshToken)
     }
+
+    func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
+        try await prompt("Confirm it is you to stay signed in")
+        return try await inner.refresh(using: refreshToken, for: account)
+    }
 }

@@ -12,8 +12,8 @@ public struct AuthorizationRequest: Sendable, Equatable {
     /// `resource` and `audience` are among them: set them with ``OAuthClient/Configuration/resources`` and
     /// ``OAuthClient/Configuration/audience``, which the token requests send too.
     public static let reservedParameterNames: Set<String> = [
-        "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method",
-        "resource", "audience",
+        "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
+        "code_challenge_method", "resource", "audience",
     ]
 
     /// The authorization endpoint.
@@ -26,6 +26,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
     public let scope: String?
     /// The opaque value the callback must echo; it binds the callback to this request (CSRF protection).
     public let state: String
+    /// The OpenID Connect nonce the URL carries (OpenID Connect Core §3.1.2.1), which the ID token must echo; `nil`
+    /// for a plain OAuth request. ``OpenIDProvider`` makes one for every request.
+    public let nonce: String?
     /// The PKCE pair whose challenge the URL carries.
     package let pkce: PKCE
     /// The RFC 8707 resource indicators the URL carries, one `resource` parameter each, in order.
@@ -45,6 +48,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
     ///   - redirectURI: An absolute URI (custom schemes such as `com.example.app:/callback` are fine).
     ///   - scope: Space-separated scope tokens, or `nil` (an empty scope is omitted too).
     ///   - state: Printable ASCII; by default 32 random bytes, base64url-encoded.
+    ///   - nonce: The OpenID Connect nonce, printable ASCII, or `nil` for none.
     ///   - pkce: The PKCE pair; keep it for the code exchange.
     ///   - indicators: The resources and audience to ask for (RFC 8707 §2), after the PKCE parameters.
     ///   - additionalParameters: Extra parameters, none of them in ``reservedParameterNames``; added in name order.
@@ -56,6 +60,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         redirectURI: String,
         scope: String?,
         state: String = AuthorizationRequest.randomState(),
+        nonce: String? = nil,
         pkce: PKCE,
         indicators: ResourceIndicators = .none,
         additionalParameters: [String: String] = [:]
@@ -66,6 +71,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
         }
         guard Self.isPrintableASCII(state) else {
             throw SessionError(.invalidInput, "the state must be non-empty printable ASCII (RFC 6749 §A.5)")
+        }
+        if let nonce, !Self.isPrintableASCII(nonce) {
+            throw SessionError(.invalidInput, "the nonce must be non-empty printable ASCII")
         }
         guard let redirect = URL(string: redirectURI), let scheme = redirect.scheme, !scheme.isEmpty else {
             throw SessionError(.invalidInput, "the redirect URI must be an absolute URI (RFC 6749 §3.1.2)")
@@ -89,6 +97,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         ]
         if let scope { pairs.append(("scope", scope)) }
         pairs.append(("state", state))
+        if let nonce { pairs.append(("nonce", nonce)) }
         pairs.append(("code_challenge", pkce.challenge))
         pairs.append(("code_challenge_method", pkce.method))
         pairs += indicators.pairs
@@ -118,6 +127,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         self.redirectURI = redirectURI
         self.scope = scope
         self.state = state
+        self.nonce = nonce
         self.pkce = pkce
         self.resources = indicators.resources
         self.audience = indicators.audience

@@ -85,7 +85,7 @@ package enum JWT {
         )
     }
 
-    private static func displayName(in claims: [String: JSONValue]) -> String? {
+    package static func displayName(in claims: [String: JSONValue]) -> String? {
         for name in ["name", "preferred_username", "email"] {
             if let value = claims[name]?.stringValue {
                 let cleaned = ServerText.sanitized(value, limit: 128)

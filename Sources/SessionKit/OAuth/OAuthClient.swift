@@ -130,6 +130,13 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         self.transport = OAuthTransport(requestTimeout: configuration.requestTimeout, clock: configuration.clock)
     }
 
+    /// Creates a client whose answers' `Date` headers set `serverClock`: an ``OpenIDProvider``'s client.
+    package init(configuration: Configuration, serverClock: ProviderClock) {
+        self.configuration = configuration
+        self.transport = OAuthTransport(
+            requestTimeout: configuration.requestTimeout, clock: configuration.clock, serverClock: serverClock)
+    }
+
     /// The client ID, its authentication method (never the secret) and the token endpoint.
     public var description: String {
         "OAuthClient(client_id: \(configuration.clientID), client_auth: "
@@ -225,12 +232,21 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     public func authorizationRequest(
         redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
     ) throws -> AuthorizationRequest {
+        try authorizationRequest(
+            redirectURI: redirectURI, scope: scope, nonce: nil, additionalParameters: additionalParameters)
+    }
+
+    /// ``authorizationRequest(redirectURI:scope:additionalParameters:)`` with an OpenID Connect nonce.
+    package func authorizationRequest(
+        redirectURI: String, scope: String?, nonce: String?, additionalParameters: [String: String]
+    ) throws -> AuthorizationRequest {
         guard let endpoint = configuration.authorizationEndpoint else {
             throw SessionError(.invalidInput, "the OAuth client has no authorization endpoint configured")
         }
         return try AuthorizationRequest(
             authorizationEndpoint: endpoint, clientID: configuration.clientID, redirectURI: redirectURI,
-            scope: scope, pkce: PKCE(), indicators: indicators(), additionalParameters: additionalParameters)
+            scope: scope, nonce: nonce, pkce: PKCE(), indicators: indicators(),
+            additionalParameters: additionalParameters)
     }
 
     /// Sends one token request and reads the answer.

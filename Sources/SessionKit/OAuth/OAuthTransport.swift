@@ -19,16 +19,21 @@ final class OAuthTransport: Sendable {
         var receivedAt: ContinuousClock.Instant
         /// When the answer arrived, on the client's wall clock.
         var receivedAtWall: Date
+        /// The server's clock when it answered, from its `Date` header (RFC 9110 §6.6.1), if it sent a valid one.
+        var serverDate: Date? = nil
     }
 
     /// The client's own session, invalidated with the transport.
     let session: URLSession
     private let requestTimeout: Duration
     private let clock: any SessionClock
+    /// Where the server's `Date` headers go, for a client of an OpenID provider.
+    private let serverClock: ProviderClock?
 
-    init(requestTimeout: Duration, clock: any SessionClock) {
+    init(requestTimeout: Duration, clock: any SessionClock, serverClock: ProviderClock? = nil) {
         self.requestTimeout = requestTimeout
         self.clock = clock
+        self.serverClock = serverClock
         // A credential exchange is never answered from, nor kept in, a cache; it carries and keeps no cookies and
         // follows no redirect (a token endpoint that redirects is misconfigured or compromised).
         session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
@@ -101,9 +106,11 @@ final class OAuthTransport: Sendable {
         let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap {
             RetryAfter.parse($0, now: outcome.3)
         }
+        let serverDate = response.value(forHTTPHeaderField: "Date").flatMap { HTTPDate.parse($0) }
+        if let serverDate { serverClock?.record(serverDate: serverDate, receivedAtWall: outcome.3) }
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
-            receivedAtWall: outcome.3)
+            receivedAtWall: outcome.3, serverDate: serverDate)
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {

@@ -12,4 +12,25 @@ public protocol TokenEndpoint: Sendable {
     /// - Throws: ``SessionError``: `refreshRejected` for `invalid_grant`, `providerOutage` for 5xx and 429,
     ///   `networkUnavailable`, `timedOut`, `malformedTokenResponse`, `authorizationFailed`.
     func refresh(using refreshToken: String) async throws -> TokenSet
+
+    /// Sends a `refresh_token` grant for `account` and returns the new tokens.
+    ///
+    /// What a session calls: an endpoint that validates what the answer says about the user (``OpenIDProvider``
+    /// checks a refreshed ID token names the same issuer, subject and audience, OpenID Connect Core §12.2) needs to
+    /// know whose token it refreshes. The default calls ``refresh(using:)``.
+    ///
+    /// - Parameters:
+    ///   - refreshToken: The refresh token to present.
+    ///   - account: The account the token belongs to.
+    /// - Returns: The new token set.
+    /// - Throws: As ``refresh(using:)``, and `idTokenRejected` for an answer about someone else; that ends the
+    ///   account's session as a rejected grant does.
+    func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet
+}
+
+extension TokenEndpoint {
+    /// Calls ``refresh(using:)``: an endpoint that reads nothing about the user need not know whose token it is.
+    public func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
+        try await refresh(using: refreshToken)
+    }
 }

@@ -51,7 +51,7 @@ extension TokenRefresher {
         }
         let outcome = await exchange(presenting: presented, for: session)
         // A rejected grant's record is deleted before the lock is released, so no other process presents it again.
-        if case .failure(let error) = outcome, error.code == .refreshRejected,
+        if case .failure(let error) = outcome, error.endsGrant,
             (try? await store.load(for: session.account))?.refreshToken == presented
         {
             try? await store.delete(for: session.account)
@@ -69,7 +69,7 @@ extension TokenRefresher {
                 return .failure(.endedDuringRefresh)
             }
             do {
-                let tokens = try await endpoint.refresh(using: refreshToken)
+                let tokens = try await endpoint.refresh(using: refreshToken, for: session.account)
                 // Commit in one step that first checks the session is still active; then wait for the store
                 // write, so no waiter resumes before the rotated refresh token is durable.
                 switch session.commitRefreshed(tokens) {

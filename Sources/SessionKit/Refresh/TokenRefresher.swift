@@ -208,7 +208,7 @@ final class TokenRefresher: Sendable {
             // ends in reaction hands the waiters this error, not a generic `sessionEnded`.
             let current = state.withLock { $0.flightSettled(id, outcome: outcome) }
             if current, case .failure(let error) = outcome {
-                session.report(error.code == .refreshRejected ? .refreshRejected(error) : .refreshFailed(error))
+                session.report(error.endsGrant ? .refreshRejected(error) : .refreshFailed(error))
             }
             _ = state.withLock { $0.flightFinished(id) }
             result.resolve(outcome.mapError { $0 })

@@ -1,0 +1,521 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One client of an OpenID Connect provider: discovery, sign-in that proves who signed in, refreshes that keep
+/// proving it, and the provider's sign-out.
+///
+/// ```swift
+/// let provider = OpenIDProvider(configuration: .init(
+///     issuer: URL(string: "https://id.example.com")!, clientID: "my-app"))
+/// let signIn = try await provider.authorizeInBrowser { url in openInBrowser(url) }
+/// try await manager.signIn(signIn.account, tokens: signIn.tokens, through: "id.example")
+/// ```
+///
+/// The provider's endpoints come from its discovery document (OpenID Connect Discovery 1.0 §4, RFC 8414 as the
+/// fallback), cached for ``Configuration/metadataLifetime``. Every ID token is validated before anything is made of
+/// it (OpenID Connect Core §3.1.3.7: the signature with the provider's key for its `kid`, the issuer, the audience,
+/// the times on the provider's clock, the nonce, `at_hash`), so the ``OpenIDSignIn/account`` of a sign-in comes
+/// from claims the provider signed, never from claims taken on trust. As a ``TokenEndpoint`` it validates the ID
+/// token of every refresh the same way and refuses one that names another issuer, subject or audience (Core §12.2).
+///
+/// The signing keys are fetched from `jwks_uri` and cached; a token naming an unknown `kid` fetches them again
+/// once (the provider may have rotated its keys), at most once per ``Configuration/minimumKeyRefetchInterval``, so
+/// a stream of bad tokens cannot make it fetch in a loop.
+///
+/// - Important: Thread-safe. No token, code, nonce or key appears in any error or description it produces.
+public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, CustomStringConvertible {
+    /// Where the provider is and how this client uses it.
+    public struct Configuration: Sendable {
+        /// The issuer identifier: `https` (plain `http` only to a loopback host), without query or fragment.
+        public var issuer: URL
+        /// The client identifier.
+        public var clientID: String
+        /// How the client authenticates at the token endpoint; ``ClientAuthentication/none`` for a public client.
+        public var clientAuthentication: ClientAuthentication
+        /// The rules ID tokens are validated by.
+        public var validation: IDTokenValidation
+        /// RFC 8707 resource indicators for the client's requests (``OAuthClient/Configuration/resources``).
+        public var resources: [URL]
+        /// The `audience` parameter (``OAuthClient/Configuration/audience``).
+        public var audience: String?
+        /// How long a discovery document is used before it is fetched again; one hour by default.
+        public var metadataLifetime: Duration
+        /// How long a key set is used before it is fetched again; one hour by default.
+        public var keySetLifetime: Duration
+        /// The least time between two fetches of the key set made because a token named an unknown `kid`.
+        public var minimumKeyRefetchInterval: Duration
+        /// The wall-clock deadline of each HTTP exchange with the provider.
+        public var requestTimeout: Duration
+        /// The clock of the caches, of token expiry and of device polling.
+        public var clock: any SessionClock
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - issuer: The issuer identifier.
+        ///   - clientID: The client identifier.
+        ///   - clientAuthentication: How the client authenticates; none by default.
+        ///   - validation: ID token rules; RS256 and a one-minute leeway by default.
+        ///   - resources: Resource indicators; none by default.
+        ///   - audience: The `audience` parameter; none by default.
+        ///   - metadataLifetime: How long discovery is cached; one hour by default.
+        ///   - keySetLifetime: How long the key set is cached; one hour by default.
+        ///   - minimumKeyRefetchInterval: The least time between refetches for an unknown `kid`; one minute by
+        ///     default.
+        ///   - requestTimeout: The deadline of each exchange; 30 seconds by default.
+        ///   - clock: The clock; `nil` reads the system's clocks.
+        public init(
+            issuer: URL,
+            clientID: String,
+            clientAuthentication: ClientAuthentication = .none,
+            validation: IDTokenValidation = IDTokenValidation(),
+            resources: [URL] = [],
+            audience: String? = nil,
+            metadataLifetime: Duration = .seconds(3600),
+            keySetLifetime: Duration = .seconds(3600),
+            minimumKeyRefetchInterval: Duration = .seconds(60),
+            requestTimeout: Duration = .seconds(30),
+            clock: (any SessionClock)? = nil
+        ) {
+            self.issuer = issuer
+            self.clientID = clientID
+            self.clientAuthentication = clientAuthentication
+            self.validation = validation
+            self.resources = resources
+            self.audience = audience
+            self.metadataLifetime = metadataLifetime
+            self.keySetLifetime = keySetLifetime
+            self.minimumKeyRefetchInterval = minimumKeyRefetchInterval
+            self.requestTimeout = requestTimeout
+            self.clock = clock ?? SystemClock()
+        }
+    }
+
+    /// A discovery document and the client made from it.
+    private struct Discovered: Sendable {
+        var metadata: OpenIDProviderMetadata
+        var client: OAuthClient
+        var fetchedAt: ContinuousClock.Instant
+    }
+
+    /// A key set and when it was fetched.
+    private struct Keys: Sendable {
+        var set: JSONWebKeySet
+        var fetchedAt: ContinuousClock.Instant
+    }
+
+    /// A cached value, or the fetch every caller waits for.
+    private enum Pending<Value: Sendable>: Sendable {
+        case ready(Value)
+        case fetching(Task<Value, any Error>)
+    }
+
+    private struct State: Sendable {
+        var discovered: Discovered?
+        var discovery: Task<Discovered, any Error>?
+        var keys: Keys?
+        var keyFetch: Task<Keys, any Error>?
+        /// When the last fetch made for an unknown `kid` started, whatever its outcome: the rate limit counts from it.
+        var lastKeyRefetch: ContinuousClock.Instant?
+        /// How many times the key set was fetched.
+        var keyFetches = 0
+    }
+
+    /// The configuration the provider was created with.
+    public let configuration: Configuration
+    /// The provider's clock, from the `Date` of its answers.
+    package let serverClock = ProviderClock()
+    private let transport: OAuthTransport
+    private let state = Lock(State())
+
+    /// Creates a provider client. Nothing is fetched until a call needs the provider's metadata.
+    ///
+    /// - Parameter configuration: The issuer, the client and the rules.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.transport = OAuthTransport(
+            requestTimeout: configuration.requestTimeout, clock: configuration.clock, serverClock: serverClock)
+    }
+
+    /// The issuer and the client ID.
+    public var description: String {
+        "OpenIDProvider(issuer: \(configuration.issuer.absoluteString), client_id: \(configuration.clientID))"
+    }
+
+    /// How many times the key set was fetched, for tests of the refetch rate limit.
+    package var keySetFetchCount: Int { state.withLock { $0.keyFetches } }
+
+    // MARK: - Discovery
+
+    /// The provider's metadata, from its discovery document (fetched when the cached one is older than
+    /// ``Configuration/metadataLifetime``).
+    ///
+    /// - Returns: The metadata.
+    /// - Throws: ``SessionError``: `invalidInput` for an unusable issuer URL, `providerMetadataRejected` for a
+    ///   document that names another issuer or an endpoint that is not `https`, `providerOutage` (5xx, 429),
+    ///   `networkUnavailable`, `timedOut`.
+    public func metadata() async throws -> OpenIDProviderMetadata {
+        try await discovered().metadata
+    }
+
+    /// The OAuth client for this provider's endpoints, as its discovery document names them.
+    ///
+    /// - Returns: The client.
+    /// - Throws: As ``metadata()``.
+    public func client() async throws -> OAuthClient {
+        try await discovered().client
+    }
+
+    private func discovered() async throws -> Discovered {
+        let clock = configuration.clock
+        let lifetime = configuration.metadataLifetime
+        let pending = state.withLock { state -> Pending<Discovered> in
+            if let discovered = state.discovered, discovered.fetchedAt.advanced(by: lifetime) > clock.now {
+                return .ready(discovered)
+            }
+            if let running = state.discovery { return .fetching(running) }
+            let task = Task { try await self.fetchMetadata() }
+            state.discovery = task
+            return .fetching(task)
+        }
+        let task: Task<Discovered, any Error>
+        switch pending {
+        case .ready(let discovered): return discovered
+        case .fetching(let running): task = running
+        }
+        do {
+            let discovered = try await task.value
+            state.withLock { state in
+                if state.discovered.map({ $0.fetchedAt < discovered.fetchedAt }) ?? true {
+                    state.discovered = discovered
+                }
+                state.discovery = nil
+            }
+            return discovered
+        } catch {
+            state.withLock { $0.discovery = nil }
+            throw error
+        }
+    }
+
+    private func fetchMetadata() async throws -> Discovered {
+        let issuer = configuration.issuer.absoluteString
+        try EndpointPolicy.validate(configuration.issuer, role: "issuer")
+        guard URLComponents(url: configuration.issuer, resolvingAgainstBaseURL: false)?.percentEncodedQuery == nil
+        else { throw SessionError(.invalidInput, "the issuer must not have a query (OpenID Connect Discovery §2)") }
+        var answer = try await get(Self.openIDConfigurationURL(issuer: issuer), what: "the discovery document")
+        if answer.statusCode == 404, let fallback = Self.authorizationServerMetadataURL(issuer: issuer) {
+            answer = try await get(fallback, what: "the authorization server metadata")
+        }
+        try Self.requireSuccess(answer, what: "the discovery document")
+        let metadata = try OpenIDProviderMetadata(json: Array(answer.body), expectedIssuer: issuer)
+        let client = OAuthClient(
+            configuration: .init(
+                tokenEndpoint: metadata.tokenEndpoint,
+                revocationEndpoint: metadata.revocationEndpoint,
+                deviceAuthorizationEndpoint: metadata.deviceAuthorizationEndpoint,
+                authorizationEndpoint: metadata.authorizationEndpoint,
+                clientID: configuration.clientID,
+                clientAuthentication: configuration.clientAuthentication,
+                resources: configuration.resources,
+                audience: configuration.audience,
+                requestTimeout: configuration.requestTimeout,
+                clock: configuration.clock),
+            serverClock: serverClock)
+        return Discovered(metadata: metadata, client: client, fetchedAt: configuration.clock.now)
+    }
+
+    /// `/.well-known/openid-configuration` appended to the issuer's path (OpenID Connect Discovery 1.0 §4.1).
+    static func openIDConfigurationURL(issuer: String) -> URL {
+        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        // The issuer was validated as an absolute URL, so appending a path keeps it one.
+        return URL(string: base + "/.well-known/openid-configuration") ?? URL(fileURLWithPath: "/")
+    }
+
+    /// `/.well-known/oauth-authorization-server` inserted between the issuer's host and path (RFC 8414 §3.1).
+    static func authorizationServerMetadataURL(issuer: String) -> URL? {
+        guard var components = URLComponents(string: issuer) else { return nil }
+        let path = components.path == "/" ? "" : components.path
+        components.path = "/.well-known/oauth-authorization-server" + path
+        return components.url
+    }
+
+    // MARK: - Keys
+
+    private func keySet(refetch: Bool) async throws -> JSONWebKeySet? {
+        let clock = configuration.clock
+        let lifetime = configuration.keySetLifetime
+        let minimum = configuration.minimumKeyRefetchInterval
+        let pending = state.withLock { state -> Pending<Keys>? in
+            if let running = state.keyFetch { return .fetching(running) }
+            if let keys = state.keys, !refetch, keys.fetchedAt.advanced(by: lifetime) > clock.now {
+                return .ready(keys)
+            }
+            // A refetch for an unknown kid within the rate limit is not made: the token is refused instead, so a
+            // stream of tokens naming made-up kids costs the provider one fetch a minute.
+            if refetch {
+                if let last = state.lastKeyRefetch, last.advanced(by: minimum) > clock.now { return nil }
+                state.lastKeyRefetch = clock.now
+            }
+            state.keyFetches += 1
+            let task = Task { try await self.fetchKeys() }
+            state.keyFetch = task
+            return .fetching(task)
+        }
+        switch pending {
+        case nil: return nil
+        case .ready(let keys)?: return keys.set
+        case .fetching(let task)?:
+            do {
+                let keys = try await task.value
+                state.withLock { state in
+                    if state.keys.map({ $0.fetchedAt <= keys.fetchedAt }) ?? true { state.keys = keys }
+                    state.keyFetch = nil
+                }
+                return keys.set
+            } catch {
+                state.withLock { $0.keyFetch = nil }
+                throw error
+            }
+        }
+    }
+
+    private func fetchKeys() async throws -> Keys {
+        let url = try await metadata().keySetURL
+        let answer = try await get(url, what: "the key set")
+        try Self.requireSuccess(answer, what: "the key set")
+        return Keys(set: try JSONWebKeySet(json: Array(answer.body)), fetchedAt: configuration.clock.now)
+    }
+
+    // MARK: - Validation
+
+    /// Validates an ID token issued to this client (OpenID Connect Core §3.1.3.7).
+    ///
+    /// - Parameters:
+    ///   - idToken: The ID token.
+    ///   - nonce: The nonce the authorization request sent; `nil` where none was sent (a refresh, a device grant).
+    ///   - accessToken: The access token issued with it, for `at_hash`.
+    /// - Returns: The validated claims.
+    /// - Throws: `SessionError(.idTokenRejected)` naming the failed check in ``SessionError/idTokenCheck``, or what
+    ///   fetching the metadata and keys throws.
+    public func validate(idToken: String, nonce: String?, accessToken: String?) async throws -> IDTokenClaims {
+        let validator = IDTokenValidator(
+            issuer: try await metadata().issuer, clientID: configuration.clientID, validation: configuration.validation)
+        guard let cached = try await keySet(refetch: false) else { throw IDTokenValidator.unknownKey }
+        let now = serverClock.now(wallNow: configuration.clock.wallNow)
+        switch try validator.validate(idToken, keys: cached, nonce: nonce, accessToken: accessToken, now: now) {
+        case .valid(let claims):
+            return claims
+        case .needsKeys:
+            guard let fresh = try await keySet(refetch: true) else { throw IDTokenValidator.unknownKey }
+            let now = serverClock.now(wallNow: configuration.clock.wallNow)
+            guard case .valid(let claims) = try validator.validate(
+                idToken, keys: fresh, nonce: nonce, accessToken: accessToken, now: now)
+            else { throw IDTokenValidator.unknownKey }
+            return claims
+        }
+    }
+
+    /// The validated sign-in that `tokens` carry: their ID token must be there and valid.
+    private func verifiedSignIn(_ tokens: TokenSet, nonce: String?) async throws -> OpenIDSignIn {
+        guard let idToken = tokens.idToken else {
+            throw CompactJWS.refusal(.format, "is missing from the token response (was \"openid\" in the scope?)")
+        }
+        let claims = try await validate(idToken: idToken, nonce: nonce, accessToken: tokens.accessToken)
+        return OpenIDSignIn(claims: claims, tokens: tokens)
+    }
+
+    // MARK: - Sign-in
+
+    /// Builds an authorization request with a fresh PKCE pair, state and nonce, asking for `openid`.
+    ///
+    /// - Parameters:
+    ///   - redirectURI: The registered redirect URI.
+    ///   - scope: The scope; `openid` is added when missing.
+    ///   - additionalParameters: Extra parameters (`prompt`, `login_hint`, …); not `nonce`, and not `max_age`
+    ///     (set ``IDTokenValidation/maximumAuthenticationAge``, which sends it and checks `auth_time`).
+    /// - Returns: The request; keep it until the callback arrives.
+    /// - Throws: As ``metadata()``, and `invalidInput` as ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``.
+    public func authorizationRequest(
+        redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
+    ) async throws -> AuthorizationRequest {
+        guard additionalParameters["max_age"] == nil else {
+            throw SessionError(
+                .invalidInput, "set IDTokenValidation.maximumAuthenticationAge instead of a max_age parameter")
+        }
+        var parameters = additionalParameters
+        if let maximumAge = configuration.validation.maximumAuthenticationAge {
+            parameters["max_age"] = String(Int64(maximumAge.timeInterval.rounded(.down)))
+        }
+        return try await client().authorizationRequest(
+            redirectURI: redirectURI, scope: Self.openIDScope(scope), nonce: try Self.makeNonce(),
+            additionalParameters: parameters)
+    }
+
+    /// Exchanges the code a callback answering `request` carried and validates the ID token that came with it.
+    ///
+    /// - Parameters:
+    ///   - code: The code, from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
+    ///   - request: The request, from ``authorizationRequest(redirectURI:scope:additionalParameters:)``.
+    /// - Returns: The validated sign-in.
+    /// - Throws: What ``OAuthClient/exchange(code:for:)`` throws, and `idTokenRejected` naming the failed check.
+    public func signIn(code: String, for request: AuthorizationRequest) async throws -> OpenIDSignIn {
+        guard let nonce = request.nonce else {
+            throw SessionError(.invalidInput, "the authorization request sent no nonce: build it with this provider")
+        }
+        let tokens = try await client().exchange(code: code, for: request)
+        return try await verifiedSignIn(tokens, nonce: nonce)
+    }
+
+    /// Runs the authorization code grant through the user's browser and a loopback redirect (RFC 8252 §7.3), then
+    /// validates the ID token: the way a command-line or desktop app signs in.
+    ///
+    /// - Parameters:
+    ///   - scope: The scope; `openid` is added when missing.
+    ///   - additionalParameters: Extra query parameters.
+    ///   - listener: The listener's path, pages and connection bound.
+    ///   - timeout: How long the user has; 5 minutes by default.
+    ///   - open: Shows the URL to the user.
+    /// - Returns: The validated sign-in.
+    /// - Throws: As ``OAuthClient/authorizeInBrowser(scope:additionalParameters:expectedIssuer:listener:timeout:open:)``,
+    ///   and `idTokenRejected`.
+    public func authorizeInBrowser(
+        scope: String? = nil,
+        additionalParameters: [String: String] = [:],
+        listener: LoopbackRedirectListener.Configuration = .init(),
+        timeout: Duration = .seconds(300),
+        open: (URL) async throws -> Void
+    ) async throws -> OpenIDSignIn {
+        let metadata = try await metadata()
+        let listener = try LoopbackRedirectListener(configuration: listener)
+        let request = try await authorizationRequest(
+            redirectURI: listener.redirectURI, scope: scope, additionalParameters: additionalParameters)
+        async let code = listener.authorizationCode(
+            answering: request, expectedIssuer: metadata.issuer, timeout: timeout)
+        try await open(request.url)
+        return try await signIn(code: code, for: request)
+    }
+
+    /// Starts a device authorization grant (RFC 8628) asking for `openid`.
+    ///
+    /// - Parameter scope: The scope; `openid` is added when missing.
+    /// - Returns: The codes to show the user.
+    /// - Throws: As ``OAuthClient/startDeviceAuthorization(scope:)`` and ``metadata()``.
+    public func startDeviceAuthorization(scope: String? = nil) async throws -> DeviceAuthorizationResponse {
+        try await client().startDeviceAuthorization(scope: Self.openIDScope(scope))
+    }
+
+    /// Polls until the user approved the device authorization, then validates the ID token (the device grant sends
+    /// no nonce, so none is checked).
+    ///
+    /// - Parameters:
+    ///   - authorization: The answer of ``startDeviceAuthorization(scope:)``.
+    ///   - receivedAt: When that answer arrived; `nil` means now.
+    /// - Returns: The validated sign-in.
+    /// - Throws: As ``OAuthClient/pollDeviceAuthorization(_:receivedAt:)``, and `idTokenRejected`.
+    public func pollDeviceAuthorization(
+        _ authorization: DeviceAuthorizationResponse, receivedAt: ContinuousClock.Instant? = nil
+    ) async throws -> OpenIDSignIn {
+        let tokens = try await client().pollDeviceAuthorization(authorization, receivedAt: receivedAt)
+        return try await verifiedSignIn(tokens, nonce: nil)
+    }
+
+    // MARK: - TokenEndpoint and TokenRevoker
+
+    /// Refreshes, validating the ID token of the answer if it has one.
+    ///
+    /// Without the account this cannot check that a refreshed ID token names the same user: a session calls
+    /// ``refresh(using:for:)``, which does.
+    ///
+    /// - Parameter refreshToken: The refresh token.
+    /// - Returns: The new tokens.
+    /// - Throws: As ``OAuthClient/refresh(using:)``, and `idTokenRejected`.
+    public func refresh(using refreshToken: String) async throws -> TokenSet {
+        let tokens = try await client().refresh(using: refreshToken)
+        if let idToken = tokens.idToken {
+            _ = try await validate(idToken: idToken, nonce: nil, accessToken: tokens.accessToken)
+        }
+        return tokens
+    }
+
+    /// Refreshes `account`'s tokens; a refreshed ID token must be valid and name the same issuer and subject, and
+    /// this client (OpenID Connect Core §12.2).
+    ///
+    /// - Parameters:
+    ///   - refreshToken: The refresh token.
+    ///   - account: Whose it is.
+    /// - Returns: The new tokens.
+    /// - Throws: As ``OAuthClient/refresh(using:)``, and `idTokenRejected`: with check
+    ///   ``IDTokenCheck/sameAccount`` for a token about someone else. A session ends as its grant was rejected.
+    public func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
+        let tokens = try await client().refresh(using: refreshToken)
+        if let idToken = tokens.idToken {
+            let claims = try await validate(idToken: idToken, nonce: nil, accessToken: tokens.accessToken)
+            guard claims.issuer == account.issuer, claims.subject == account.subject else {
+                throw CompactJWS.refusal(.sameAccount, "of the refresh names another account than the one refreshed")
+            }
+        }
+        return tokens
+    }
+
+    /// Revokes a token at the provider's revocation endpoint (RFC 7009).
+    ///
+    /// - Parameters:
+    ///   - token: The token.
+    ///   - hint: Its type.
+    /// - Throws: As ``OAuthClient/revoke(_:hint:)``; `invalidInput` when the provider has no revocation endpoint.
+    public func revoke(_ token: String, hint: TokenTypeHint) async throws {
+        try await client().revoke(token, hint: hint)
+    }
+
+    // MARK: - Helpers
+
+    private func get(_ url: URL, what: String) async throws -> OAuthTransport.Answer {
+        var request = URLRequest(url: url)
+        request.httpMethod = "GET"
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return try await transport.send(request, to: what)
+    }
+
+    private static func requireSuccess(_ answer: OAuthTransport.Answer, what: String) throws {
+        switch answer.statusCode {
+        case 200: return
+        case 429, 500...599:
+            throw SessionError(
+                .providerOutage, "\(what) answered \(answer.statusCode)", statusCode: answer.statusCode,
+                retryAfter: answer.retryAfter)
+        default:
+            throw SessionError(
+                .providerMetadataRejected, "\(what) answered \(answer.statusCode)", statusCode: answer.statusCode)
+        }
+    }
+
+    /// `scope` with `openid` in it.
+    static func openIDScope(_ scope: String?) -> String {
+        guard let scope, !scope.isEmpty else { return "openid" }
+        return scope.split(separator: " ").contains("openid") ? scope : "openid " + scope
+    }
+
+    /// A fresh nonce: 32 random bytes, base64url (OpenID Connect Core §15.5.2: enough entropy to defeat guessing).
+    static func makeNonce() throws -> String {
+        do {
+            return Base64URL.encode(try PlatformCrypto.randomBytes(count: 32))
+        } catch {
+            throw SessionError(.invalidInput, "no random bytes for a nonce: \(error)")
+        }
+    }
+}
+
+/// A sign-in whose ID token was validated: who signed in, proven, and their tokens.
+public struct OpenIDSignIn: Sendable {
+    /// The validated claims.
+    public let claims: IDTokenClaims
+    /// The tokens, the ID token among them.
+    public let tokens: TokenSet
+
+    /// The account the validated claims name (`iss`, `sub`).
+    public var account: Account { claims.account }
+}
