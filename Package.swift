@@ -13,7 +13,16 @@ let package = Package(
         .executable(name: "sessionkit-bench", targets: ["SessionKitBench"]),
     ],
     targets: [
-        .target(name: "SessionKit"),
+        // OpenSSL 3's libcrypto, SessionKit's cryptography on Linux; Apple platforms use CryptoKit and Security.
+        .systemLibrary(
+            name: "CSessionKitCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "SessionKit",
+            dependencies: [.target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux]))]
+        ),
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
         // The command-line tool's logic (demo scenarios, audits, argument parsing), kept out of the executable so
         // tests can reach it; not a product.

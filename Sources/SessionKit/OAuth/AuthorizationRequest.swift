@@ -135,17 +135,15 @@ public struct AuthorizationRequest: Sendable, Equatable {
         self.url = url
     }
 
-    /// A fresh state value: 32 bytes of `SystemRandomNumberGenerator`, base64url-encoded (43 characters).
+    /// A fresh state value: 32 bytes of the platform's secure random generator, base64url-encoded (43
+    /// characters).
+    ///
+    /// Traps if the platform's generator fails, as `SystemRandomNumberGenerator` does: a guessable state would
+    /// open the redirect to cross-site request forgery (RFC 6749 §10.12).
     ///
     /// - Returns: The state.
     public static func randomState() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8]()
-        for _ in 0..<4 {
-            let word = generator.next()
-            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> shift)) }
-        }
-        return Base64URL.encode(bytes)
+        Base64URL.encode(PlatformCrypto.requiredRandomBytes(count: 32))
     }
 
     private static func isPrintableASCII(_ text: String) -> Bool {

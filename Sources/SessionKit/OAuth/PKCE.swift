@@ -12,11 +12,13 @@ package struct PKCE: Sendable, Equatable, CustomStringConvertible {
     /// The challenge method, always `S256`; SessionKit never sends `plain`.
     public let method: String
 
-    /// Creates a pair from 32 bytes of `SystemRandomNumberGenerator`, a 43-character verifier with 256 bits of
-    /// entropy (the size RFC 7636 §7.1 recommends).
+    /// Creates a pair from 32 bytes of the platform's secure random generator, a 43-character verifier with 256
+    /// bits of entropy (the size RFC 7636 §7.1 recommends).
+    ///
+    /// Traps if the platform's generator fails, as `SystemRandomNumberGenerator` does: a guessable verifier
+    /// would defeat PKCE.
     public init() {
-        var generator = SystemRandomNumberGenerator()
-        self.init(randomBytesFrom: &generator)
+        self.init(verifierBytes: PlatformCrypto.requiredRandomBytes(count: 32))
     }
 
     /// Creates a pair whose verifier is 32 bytes drawn from `generator`, base64url-encoded.
@@ -31,7 +33,14 @@ package struct PKCE: Sendable, Equatable, CustomStringConvertible {
             let word = generator.next()
             for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> shift)) }
         }
-        let verifier = Base64URL.encode(bytes)
+        self.init(verifierBytes: bytes)
+    }
+
+    /// Creates a pair whose verifier is `verifierBytes`, base64url-encoded.
+    ///
+    /// - Parameter verifierBytes: 32 secret random bytes.
+    private init(verifierBytes: [UInt8]) {
+        let verifier = Base64URL.encode(verifierBytes)
         self.verifier = verifier
         self.challenge = PKCE.challenge(for: verifier)
         self.method = "S256"
@@ -62,7 +71,7 @@ package struct PKCE: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func challenge(for verifier: String) -> String {
-        Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
+        Base64URL.encode(PlatformCrypto.sha256(Array(verifier.utf8)))
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {

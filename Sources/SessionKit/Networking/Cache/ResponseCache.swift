@@ -62,9 +62,10 @@ package final class ResponseCache: Sendable {
         self.maximumBytes = max(0, maximumBytes)
         self.clock = clock
         self.storage = Lock(ResponseCacheStorage(maximumBytes: maximumBytes))
-        var generator = SystemRandomNumberGenerator()
-        self.saltHigh = generator.next()
-        self.saltLow = generator.next()
+        // The salt keeps credential digests unguessable, so it comes from the secure generator.
+        let salt = PlatformCrypto.requiredRandomBytes(count: 16)
+        self.saltHigh = salt[..<8].reduce(0) { $0 << 8 | UInt64($1) }
+        self.saltLow = salt[8...].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The largest cost a single response may have and still be stored: an eighth of ``maximumBytes``.

@@ -1,0 +1,100 @@
+#if !canImport(CryptoKit)
+    import CSessionKitCrypto
+
+    // The Linux backend: OpenSSL 3 through the C functions in Sources/CSessionKitCrypto/shim.h, each of which
+    // frees what it creates and clears OpenSSL's error queue, so no OpenSSL object outlives a call here.
+    // Callers have checked lengths and ranges already; the C side checks them again.
+    extension PlatformCrypto {
+        /// The digest of `message`, or `nil` when OpenSSL fails.
+        static func platformDigest(_ digest: Digest, of message: [UInt8]) -> [UInt8]? {
+            var output = [UInt8](repeating: 0, count: 64)
+            let capacity = output.count
+            var length = 0
+            guard sk_digest(digest.openSSLDigest, message, message.count, &output, capacity, &length) == 1,
+                length == digest.byteCount
+            else { return nil }
+            return Array(output.prefix(length))
+        }
+
+        /// `count` bytes from `RAND_bytes`, or `nil` when it fails.
+        static func platformRandomBytes(count: Int) -> [UInt8]? {
+            var bytes = [UInt8](repeating: 0, count: count)
+            guard sk_random_bytes(&bytes, count) == 1 else { return nil }
+            return bytes
+        }
+
+        /// Whether `signature` is a valid RSA signature (PKCS #1 v1.5, or PSS with the salt as long as the hash
+        /// and MGF1 with the same hash) of `message` under (modulus, exponent).
+        static func verifyRSA(
+            modulus: [UInt8], exponent: [UInt8], digest: Digest, pss: Bool, message: [UInt8], signature: [UInt8]
+        ) -> Bool {
+            let padding = pss ? Int32(SK_RSA_PSS) : Int32(SK_RSA_PKCS1)
+            return sk_verify_rsa(
+                modulus, modulus.count, exponent, exponent.count, digest.openSSLDigest, padding, message,
+                message.count, signature, signature.count) == 1
+        }
+
+        /// Whether `signature` (r || s) is a valid ECDSA signature of `message`, hashed with the curve's JOSE
+        /// hash (SHA-256 for P-256, SHA-384 for P-384), under the point (x, y).
+        static func verifyECDSA(
+            curve: VerificationKey.Curve, x: [UInt8], y: [UInt8], message: [UInt8], signature: [UInt8]
+        ) -> Bool {
+            sk_verify_ecdsa(
+                curve.openSSLCurve, x, y, x.count, curve.digest.openSSLDigest, message, message.count, signature,
+                signature.count) == 1
+        }
+
+        /// Whether (x, y) is a valid public point of `curve`: on the curve and not the point at infinity.
+        static func isValidPoint(curve: VerificationKey.Curve, x: [UInt8], y: [UInt8]) -> Bool {
+            sk_ec_check_public_key(curve.openSSLCurve, x, y, x.count) == 1
+        }
+
+        /// Whether `signature` is a valid Ed25519 signature of `message` under the 32-byte `publicKey`.
+        static func verifyEd25519(publicKey: [UInt8], message: [UInt8], signature: [UInt8]) -> Bool {
+            sk_verify_ed25519(publicKey, publicKey.count, message, message.count, signature, signature.count) == 1
+        }
+
+        /// A new P-256 key pair, or `nil` when OpenSSL fails.
+        static func generateP256() -> (scalar: [UInt8], x: [UInt8], y: [UInt8])? {
+            var scalar = [UInt8](repeating: 0, count: 32)
+            var x = [UInt8](repeating: 0, count: 32)
+            var y = [UInt8](repeating: 0, count: 32)
+            guard sk_p256_generate(&scalar, &x, &y) == 1 else { return nil }
+            return (scalar, x, y)
+        }
+
+        /// The public point of the 32-byte P-256 private scalar, or `nil` when it is not in [1, n - 1].
+        static func p256PublicKey(scalar: [UInt8]) -> (x: [UInt8], y: [UInt8])? {
+            var x = [UInt8](repeating: 0, count: 32)
+            var y = [UInt8](repeating: 0, count: 32)
+            guard sk_p256_public_key(scalar, scalar.count, &x, &y) == 1 else { return nil }
+            return (x, y)
+        }
+
+        /// The ES256 signature (r || s, 64 bytes) of `message` with the P-256 key (scalar, x, y), or `nil`.
+        static func signP256(scalar: [UInt8], x: [UInt8], y: [UInt8], message: [UInt8]) -> [UInt8]? {
+            var signature = [UInt8](repeating: 0, count: 64)
+            guard sk_p256_sign(scalar, x, y, message, message.count, &signature) == 1 else { return nil }
+            return signature
+        }
+    }
+
+    extension Digest {
+        fileprivate var openSSLDigest: Int32 {
+            switch self {
+            case .sha256: Int32(SK_DIGEST_SHA256)
+            case .sha384: Int32(SK_DIGEST_SHA384)
+            case .sha512: Int32(SK_DIGEST_SHA512)
+            }
+        }
+    }
+
+    extension VerificationKey.Curve {
+        fileprivate var openSSLCurve: Int32 {
+            switch self {
+            case .p256: Int32(SK_CURVE_P256)
+            case .p384: Int32(SK_CURVE_P384)
+            }
+        }
+    }
+#endif
