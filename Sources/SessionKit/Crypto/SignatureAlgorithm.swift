@@ -2,7 +2,7 @@
 ///
 /// `none` and the HMAC algorithms are deliberately absent: an ID token or DPoP proof is verified with a public
 /// key only.
-package enum SignatureAlgorithm: String, Sendable, Hashable, CaseIterable {
+public enum SignatureAlgorithm: String, Sendable, Hashable, CaseIterable {
     /// RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3).
     case rs256 = "RS256"
     /// RSASSA-PKCS1-v1_5 with SHA-384.

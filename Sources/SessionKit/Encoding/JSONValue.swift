@@ -70,3 +70,22 @@ extension JSONValue {
         return literal + "\""
     }
 }
+
+extension JSONValue {
+    /// The value as compact JSON text (RFC 8259), members in name order, so equal values serialize alike: the
+    /// form DPoP proofs and client assertions are signed in.
+    package var serialized: String {
+        switch self {
+        case .null: "null"
+        case .bool(let value): value ? "true" : "false"
+        case .number(let value):
+            // Whole numbers within 2^53 print without a fraction, as JWT times must (RFC 7519 §2, NumericDate).
+            if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { String(Int64(value)) } else { "\(value)" }
+        case .string(let value): Self.quoted(value)
+        case .array(let values): "[" + values.map(\.serialized).joined(separator: ",") + "]"
+        case .object(let members):
+            "{" + members.keys.sorted().map { Self.quoted($0) + ":" + (members[$0] ?? .null).serialized }
+                .joined(separator: ",") + "}"
+        }
+    }
+}
