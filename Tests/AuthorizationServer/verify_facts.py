@@ -9,6 +9,7 @@ Run it again when a pinned version in requirements.txt changes, and update the R
 """
 
 import base64
+import email.utils
 import hashlib
 import http.client
 import json
@@ -98,6 +99,60 @@ def restart(*settings):
 
 def fact(text):
     print("ok  ", text)
+
+
+# --- OpenID Connect helpers (standard library only: RS256 is checked with pow, per RFC 8017 §8.2.2)
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def rs256_valid(jwk, signing_input, signature):
+    """RSASSA-PKCS1-v1_5 with SHA-256: the signature, raised to e mod n, is the padded DigestInfo."""
+    n = int.from_bytes(b64url_decode(jwk["n"]), "big")
+    e = int.from_bytes(b64url_decode(jwk["e"]), "big")
+    size = (n.bit_length() + 7) // 8
+    if len(signature) != size:
+        return False
+    encoded = pow(int.from_bytes(signature, "big"), e, n).to_bytes(size, "big")
+    digest_info = bytes.fromhex("3031300d060960864801650304020105000420") + hashlib.sha256(signing_input).digest()
+    return encoded == b"\x00\x01" + b"\xff" * (size - 3 - len(digest_info)) + b"\x00" + digest_info
+
+
+def id_token_parts(id_token, jwks):
+    """(header, claims) of an ID token whose RS256 signature verifies with the JWKS key its kid names."""
+    header_b64, payload_b64, signature_b64 = id_token.split(".")
+    header, claims = json.loads(b64url_decode(header_b64)), json.loads(b64url_decode(payload_b64))
+    keys = [key for key in jwks["keys"] if key["kid"] == header.get("kid")]
+    assert header["alg"] == "RS256" and len(keys) == 1, (header, jwks)
+    assert rs256_valid(keys[0], f"{header_b64}.{payload_b64}".encode(), b64url_decode(signature_b64)), header
+    return header, claims
+
+
+def at_hash(access_token):
+    return b64url(hashlib.sha256(access_token.encode("ascii")).digest()[:16])
+
+
+def sign_in(username, client_id="oidc-client", scope="openid profile email", nonce=None, cookie=None):
+    """Authorization code + PKCE (+ nonce) through /test/login's cookie: (token response, cookie)."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = b64url(hashlib.sha256(verifier.encode()).digest())
+    if cookie is None:
+        cookie = request("POST", "/test/login", body={"username": username})[2]["cookie"]
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": "http://127.0.0.1/callback",
+             "code_challenge": challenge, "code_challenge_method": "S256", "state": "s", "scope": scope}
+    if nonce is not None:
+        query["nonce"] = nonce
+    status, headers, _ = request("GET", "/o/authorize/?" + urllib.parse.urlencode(query), headers={"Cookie": cookie})
+    assert status == 302, (status, headers)
+    params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(headers["Location"]).query))
+    status, headers, body = token({"grant_type": "authorization_code", "client_id": client_id, "code": params["code"],
+                                   "redirect_uri": "http://127.0.0.1/callback", "code_verifier": verifier})
+    return status, headers, body, cookie
 
 
 def main():
@@ -301,6 +356,8 @@ def main():
     assert status == 302 and "/test/login-required" in headers["Location"], headers
     fact("no session cookie: 302 to the login page (LOGIN_URL /test/login-required)")
 
+    oidc_facts()
+
     # --- fault injection
     user = new_user()
     tokens = password_grant(user)
@@ -345,11 +402,164 @@ def main():
 
     # --- restart keeps the port and the database
     tokens = password_grant()
+    jwks = request("GET", "/o/.well-known/jwks.json")[2]
     restart()
     assert me(tokens["access_token"])[0] == 200
-    fact("restart: same URL, tokens issued before it still work")
+    assert request("GET", "/o/.well-known/jwks.json")[2] == jwks
+    fact("restart: same URL, tokens issued before it still work, the same ID-token signing key (JWKS unchanged)")
 
     print("all facts hold")
+
+
+def oidc_facts():
+    # --- discovery and keys
+    status, _, discovery = request("GET", "/o/.well-known/openid-configuration")
+    issuer = BASE + "/o"
+    assert status == 200 and discovery["issuer"] == issuer, discovery
+    expected = {"authorization_endpoint": "/o/authorize/", "token_endpoint": "/o/token/",
+                "userinfo_endpoint": "/o/userinfo/", "jwks_uri": "/o/.well-known/jwks.json",
+                "end_session_endpoint": "/o/logout/"}
+    for key, path in expected.items():
+        assert discovery[key] == BASE + path, (key, discovery[key])
+    assert discovery["id_token_signing_alg_values_supported"] == ["RS256", "HS256"], discovery
+    assert {"openid", "profile", "email"} <= set(discovery["scopes_supported"]), discovery
+    fact(f"discovery: issuer {issuer} (the base URL + /o), endpoints /o/authorize/, /o/token/, /o/userinfo/, "
+         "/o/.well-known/jwks.json, end_session_endpoint /o/logout/; id_token_signing_alg_values_supported "
+         "[RS256, HS256]")
+    status, headers, jwks = request("GET", "/o/.well-known/jwks.json")
+    assert status == 200 and len(jwks["keys"]) == 1, jwks
+    key = jwks["keys"][0]
+    assert key["kty"] == "RSA" and key["alg"] == "RS256" and key["use"] == "sig" and key["kid"], key
+    assert len(b64url_decode(key["n"])) == 256, "not a 2048-bit key"
+    thumbprint = json.dumps({"e": key["e"], "kty": "RSA", "n": key["n"]}, separators=(",", ":"))
+    assert key["kid"] == b64url(hashlib.sha256(thumbprint.encode()).digest()), key
+    assert headers["Cache-Control"].startswith("public, max-age=3600"), headers
+    fact(f"JWKS: one RSA-2048 key, alg RS256, use sig, kid = its RFC 7638 thumbprint; Cache-Control: {headers['Cache-Control']}")
+
+    # --- sign-in with nonce
+    nonce = secrets.token_urlsafe(16)
+    before = int(time.time())
+    status, headers, tokens, cookie = sign_in("alice", nonce=nonce)
+    assert status == 200 and "id_token" in tokens and tokens["scope"] == "openid profile email", tokens
+    header, claims = id_token_parts(tokens["id_token"], jwks)
+    assert header == {"typ": "JWT", "alg": "RS256", "kid": key["kid"]}, header
+    assert claims["iss"] == discovery["issuer"] and claims["aud"] == "oidc-client", claims
+    assert claims["nonce"] == nonce and claims["at_hash"] == at_hash(tokens["access_token"]), claims
+    assert claims["sub"] == "1" and claims["preferred_username"] == "alice", claims
+    assert before - 1 <= claims["iat"] <= time.time() + 1 and claims["exp"] == claims["iat"] + 36000, claims
+    assert claims["auth_time"] <= claims["iat"] and "nbf" not in claims and "azp" not in claims, claims
+    assert claims["email"] == "alice@example.com" and claims["name"] == "Alice Liddell", claims
+    fact("oidc-client sign-in (code + PKCE + nonce): the ID token is RS256 with header {typ: JWT, alg: RS256, kid} "
+         "(the JWKS key's kid; the signature verifies); iss = discovery's issuer, aud 'oidc-client', nonce echoed, "
+         "at_hash = left half of SHA-256 of the access token; sub is the user's primary key ('1' for alice), not "
+         "the username; exp = iat + 36000 (DOT's ID_TOKEN_EXPIRE_SECONDS); auth_time, jti; no nbf, no azp")
+    fact(f"ID token claims: {', '.join(claims)}")
+    sent = email.utils.parsedate_to_datetime(headers["Date"]).timestamp()
+    assert abs(sent - time.time()) < 5, headers["Date"]
+    fact(f"the token endpoint sends Date (RFC 9110 IMF-fixdate, whole seconds), e.g. '{headers['Date']}'")
+    assert me(tokens["access_token"])[2] == {"username": "alice"}
+    fact("/api/me needs no scope: an 'openid profile email' access token works there")
+    status, _, userinfo = request("GET", "/o/userinfo/", headers={"Authorization": "Bearer " + tokens["access_token"]})
+    assert status == 200 and userinfo == {key: claims[key] for key in userinfo} and userinfo["sub"] == "1", userinfo
+    assert set(userinfo) == {"sub", "preferred_username", "name", "given_name", "family_name", "email",
+                             "email_verified"}, userinfo
+    fact(f"/o/userinfo/ with the access token: 200 JSON {sorted(userinfo)}, the same values as the ID token")
+    status, _, refreshed = refresh(tokens["refresh_token"], client_id="oidc-client")
+    assert status == 200 and "id_token" in refreshed, refreshed
+    _, new_claims = id_token_parts(refreshed["id_token"], jwks)
+    assert new_claims["sub"] == claims["sub"] and new_claims["auth_time"] == claims["auth_time"], new_claims
+    assert new_claims["iss"] == issuer and new_claims["at_hash"] == at_hash(refreshed["access_token"]), new_claims
+    assert "nonce" not in new_claims and new_claims["jti"] != claims["jti"], new_claims
+    fact("a refresh returns a new ID token: same sub and auth_time, at_hash of the new access token, no nonce")
+    status, _, tokens, _ = sign_in("bob", scope="openid", nonce="n")
+    _, claims = id_token_parts(tokens["id_token"], jwks)
+    assert set(claims) == {"aud", "iat", "nonce", "at_hash", "sub", "iss", "exp", "auth_time", "jti"}, claims
+    fact("scope 'openid' alone: no profile or email claims in the ID token")
+    status, _, tokens, _ = sign_in("bob", scope="openid")
+    assert "nonce" not in id_token_parts(tokens["id_token"], jwks)[1]
+    fact("no nonce in the authorization request: no nonce claim")
+    status, _, tokens, _ = sign_in("bob", scope="read write")
+    assert status == 200 and "id_token" not in tokens, tokens
+    fact("oidc-client without 'openid' in the scope: plain OAuth tokens, no id_token")
+    status, _, body, _ = sign_in("bob", client_id="pkce-client", scope="openid read")
+    assert status == 500, (status, body)
+    fact("a client without an algorithm (pkce-client and the other non-OIDC clients) asking for 'openid': the "
+         "token endpoint answers 500 (DOT: 'This application does not support signed tokens')")
+    status, _, discovery_localhost = request("GET", "/o/.well-known/openid-configuration",
+                                             headers={"Host": urllib.parse.urlsplit(BASE).netloc.replace("127.0.0.1", "localhost")})
+    assert discovery_localhost["issuer"] == issuer.replace("127.0.0.1", "localhost"), discovery_localhost
+    fact("the issuer follows the request's Host header (localhost:PORT gives http://localhost:PORT/o): use 127.0.0.1")
+
+    # --- device grant
+    status, _, device = request("POST", "/o/device-authorization/", form={"client_id": "oidc-device-client", "scope": "openid profile"})
+    assert status == 200, device
+    request("POST", "/test/device/approve", body={"user_code": device["user_code"], "username": "alice"})
+    status, _, tokens = token({"grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                               "client_id": "oidc-device-client", "device_code": device["device_code"]})
+    assert status == 200 and tokens["scope"] == "openid profile" and "id_token" not in tokens, tokens
+    fact("oidc-device-client, scope 'openid profile': the device poll returns tokens with scope 'openid profile' "
+         "but NO id_token (oauthlib 3.3.1's device grant has no OpenID Connect variant)")
+    status, _, refreshed = refresh(tokens["refresh_token"], client_id="oidc-device-client")
+    assert status == 200 and "id_token" in refreshed, refreshed
+    _, claims = id_token_parts(refreshed["id_token"], jwks)
+    assert claims["aud"] == "oidc-device-client" and claims["sub"] == "1" and claims["iss"] == issuer, claims
+    fact("... a refresh of those tokens does return an ID token (aud 'oidc-device-client', sub '1')")
+
+    # --- RP-initiated logout. It deletes every token of the user, so it runs on users of its own.
+    user = new_user()
+    status, _, tokens, cookie = sign_in(user, scope="openid read", nonce="n")
+    password_tokens = password_grant(user)
+    _, _, device = request("POST", "/o/device-authorization/", form={"client_id": "oidc-device-client", "scope": "openid"})
+    request("POST", "/test/device/approve", body={"user_code": device["user_code"], "username": user})
+    _, _, device_tokens = token({"grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                                 "client_id": "oidc-device-client", "device_code": device["device_code"]})
+    bystander = password_grant("bob")
+    logout = {"id_token_hint": tokens["id_token"], "client_id": "oidc-client",
+              "post_logout_redirect_uri": "http://127.0.0.1/signed-out", "state": "bye"}
+    status, headers, _ = request("GET", "/o/logout/?" + urllib.parse.urlencode(logout), headers={"Cookie": cookie})
+    assert status == 302 and headers["Location"] == "http://127.0.0.1/signed-out?state=bye", (status, headers)
+    assert headers["Set-Cookie"].startswith('sessionid="";'), headers
+    fact("GET /o/logout/ with id_token_hint, client_id, post_logout_redirect_uri, state and the session cookie: "
+         "302 to http://127.0.0.1/signed-out?state=bye at once (no prompt); the session cookie is cleared")
+    assert me(tokens["access_token"])[0] == 401
+    status, _, body = refresh(tokens["refresh_token"], client_id="oidc-client")
+    assert status == 400 and body["error"] == "invalid_grant", body
+    fact("after logout the access token is 401 and the refresh token 400 invalid_grant (access tokens and ID "
+         "tokens deleted, refresh tokens marked revoked)")
+    assert me(password_tokens["access_token"])[0] == 401 and refresh(password_tokens["refresh_token"])[0] == 400
+    assert me(device_tokens["access_token"])[0] == 200
+    assert refresh(device_tokens["refresh_token"], client_id="oidc-device-client")[0] == 200
+    assert me(bystander["access_token"])[0] == 200
+    fact("logout ends the user's tokens of every client whose grant is authorization code, implicit, password or "
+         "client credentials (password-client too), but not device-code clients' tokens (oidc-device-client's "
+         "stay valid) nor other users' tokens")
+    status, headers, _ = request("GET", "/o/authorize/?" + urllib.parse.urlencode(
+        {"response_type": "code", "client_id": "oidc-client", "redirect_uri": "http://127.0.0.1/callback",
+         "code_challenge": "x" * 43, "code_challenge_method": "S256", "scope": "openid"}), headers={"Cookie": cookie})
+    assert status == 302 and headers["Location"].startswith("/test/login-required"), headers
+    fact("after logout the old session cookie is logged out (authorize redirects to the login page)")
+    status, headers, page = request("GET", "/o/logout/?" + urllib.parse.urlencode(logout))
+    assert status == 400 and "The ID Token is expired, revoked, malformed, or otherwise invalid." in page, status
+    fact("the same logout request again: 400 HTML page 'invalid_request … The ID Token is expired, revoked, "
+         "malformed, or otherwise invalid.' (the ID token was deleted), no redirect")
+
+    user = new_user()
+    _, _, tokens, _ = sign_in(user, scope="openid", nonce="n")
+    wrong = {**logout, "id_token_hint": tokens["id_token"], "post_logout_redirect_uri": "http://127.0.0.1/elsewhere"}
+    status, _, page = request("GET", "/o/logout/?" + urllib.parse.urlencode(wrong))
+    assert status == 400 and "This client does not have this redirect uri registered." in page, status
+    assert me(tokens["access_token"])[0] == 200
+    fact("an unregistered post_logout_redirect_uri: 400 HTML page, nothing ended")
+    other_session = request("POST", "/test/login", body={"username": "bob"})[2]["cookie"]
+    status, _, page = request("GET", "/o/logout/?" + urllib.parse.urlencode({**logout, "id_token_hint": tokens["id_token"]}),
+                              headers={"Cookie": other_session})
+    assert status == 200 and "Confirm Logout" in page and me(tokens["access_token"])[0] == 200, status
+    fact("a hint for another user than the session's: 200 confirmation form, nothing ended yet")
+    status, headers, _ = request("GET", "/o/logout/?" + urllib.parse.urlencode({**logout, "id_token_hint": tokens["id_token"]}))
+    assert status == 302 and headers["Location"] == "http://127.0.0.1/signed-out?state=bye", headers
+    assert me(tokens["access_token"])[0] == 401 and refresh(tokens["refresh_token"], client_id="oidc-client")[0] == 400
+    fact("without a session cookie the hint alone suffices: 302 to the post-logout URI and the hint's user's "
+         "tokens are ended")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,14 @@ def _bool(name, default):
 STATE_DIR = Path(os.environ["SESSIONKIT_AUTH_STATE"])
 BASE_URL = os.environ.get("SESSIONKIT_AUTH_BASE_URL", "http://127.0.0.1")
 
+# The RS256 signing key of ID tokens: scripts/auth-server generates it into the state directory when it
+# starts a fresh state (restart keeps it), so no private key is ever committed.
+OIDC_KEY_FILE = STATE_DIR / "oidc-key.pem"
+try:
+    OIDC_RSA_PRIVATE_KEY = OIDC_KEY_FILE.read_text()
+except FileNotFoundError:
+    raise RuntimeError(f"no {OIDC_KEY_FILE}: start the server with scripts/auth-server, which generates it") from None
+
 SECRET_KEY = "sessionkit-test-server-not-a-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
@@ -86,8 +94,31 @@ OAUTH2_PROVIDER = {
     "DEVICE_FLOW_INTERVAL": _int("DEVICE_FLOW_INTERVAL", 1),
     "OAUTH_DEVICE_VERIFICATION_URI": BASE_URL + "/o/device/",
     "PKCE_REQUIRED": True,
-    "SCOPES": {"read": "Read", "write": "Write", "introspection": "Introspect tokens"},
+    "SCOPES": {
+        "read": "Read",
+        "write": "Write",
+        "introspection": "Introspect tokens",
+        "openid": "OpenID Connect",
+        "profile": "Name and username",
+        "email": "Email address",
+    },
     "DEFAULT_SCOPES": ["read", "write"],
+    # OpenID Connect. The issuer is not configured (OIDC_ISS_ENDPOINT): DOT derives it from each request,
+    # http://127.0.0.1:PORT/o, the same in discovery and in the ID tokens' `iss`.
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": OIDC_RSA_PRIVATE_KEY,
+    "OAUTH2_VALIDATOR_CLASS": "authserver.oidc.Validator",
+    # RP-initiated logout: a GET to /o/logout/ with a valid id_token_hint (and client_id,
+    # post_logout_redirect_uri, state) ends the Django session, deletes the user's tokens and redirects to
+    # the post-logout URI without a confirmation form.
+    "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
+    "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": False,
+    "OIDC_RP_INITIATED_LOGOUT_DELETE_TOKENS": True,
+    # http post-logout URIs are allowed for public clients (loopback apps); True would allow them only for
+    # confidential ones.
+    "OIDC_RP_INITIATED_LOGOUT_STRICT_REDIRECT_URIS": False,
+    # An expired ID token is still a valid hint (DOT's default): apps sign out long after sign-in.
+    "OIDC_RP_INITIATED_LOGOUT_ACCEPT_EXPIRED_TOKENS": True,
 }
 
 LOGGING = {
