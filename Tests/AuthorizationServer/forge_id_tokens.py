@@ -171,7 +171,10 @@ def forge(issuer, client_id, nonce, now, access_token):
         ("unknown-kid", "key", signed({"alg": "RS256", "kid": "rsa-unknown", "typ": "JWT"}, claims(), attacker)),
         ("changed-payload", "signature", f"{head}.{mallory}.{signature}"),
         ("other-key-same-kid", "signature", signed({"alg": "RS256", "kid": "rsa-1", "typ": "JWT"}, claims(), attacker)),
-        ("truncated-signature", "signature", f"{head}.{payload}.{signature[: len(signature) // 2]}"),
+        # Half the signature's bytes, re-encoded: cutting the text instead can leave a part that is not canonical
+        # base64url, which a strict verifier refuses as a format error before any signature check.
+        ("truncated-signature", "signature",
+         f"{head}.{payload}.{b64url(b64url_decode(signature)[: len(b64url_decode(signature)) // 2])}"),
         ("empty-signature", "signature", f"{head}.{payload}."),
         ("es256-der-signature", "signature", es256_der),
         ("expired", "expiry", token(exp=now - 600, iat=now - 900, nbf=now - 900, auth_time=now - 910)),

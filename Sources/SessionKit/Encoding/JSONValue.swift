@@ -84,7 +84,8 @@ extension JSONValue {
         case .string(let value): Self.quoted(value)
         case .array(let values): "[" + values.map(\.serialized).joined(separator: ",") + "]"
         case .object(let members):
-            "{" + members.keys.sorted().map { Self.quoted($0) + ":" + (members[$0] ?? .null).serialized }
+            "{"
+                + members.keys.sorted().map { Self.quoted($0) + ":" + (members[$0] ?? .null).serialized }
                 .joined(separator: ",") + "}"
         }
     }

@@ -97,6 +97,17 @@ public struct Provider: Sendable, Identifiable {
     public init(id: ID, issuer: String? = nil, client: OAuthClient) {
         self.init(id: id, issuer: issuer, tokenEndpoint: client, revoker: client)
     }
+
+    /// Creates a provider for an OpenID Connect provider's client: its accounts are of its issuer, and every refresh
+    /// validates the refreshed ID token and refuses one about someone else (OpenID Connect Core §12.2).
+    ///
+    /// - Parameters:
+    ///   - id: Its name, stored with each account's credentials.
+    ///   - openID: The OpenID provider's client.
+    public init(id: ID, openID: OpenIDProvider) {
+        self.init(
+            id: id, issuer: openID.configuration.issuer.absoluteString, tokenEndpoint: openID, revoker: openID)
+    }
 }
 
 extension SessionManager.Configuration {

@@ -21,6 +21,8 @@ final class OAuthTransport: Sendable {
         var receivedAtWall: Date
         /// The server's clock when it answered, from its `Date` header (RFC 9110 §6.6.1), if it sent a valid one.
         var serverDate: Date? = nil
+        /// The `Location` header, for a redirect the client does not follow.
+        var location: String? = nil
     }
 
     /// The client's own session, invalidated with the transport.
@@ -110,7 +112,8 @@ final class OAuthTransport: Sendable {
         if let serverDate { serverClock?.record(serverDate: serverDate, receivedAtWall: outcome.3) }
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
-            receivedAtWall: outcome.3, serverDate: serverDate)
+            receivedAtWall: outcome.3, serverDate: serverDate,
+            location: response.value(forHTTPHeaderField: "Location"))
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {

@@ -30,7 +30,9 @@ package struct CompactJWS: Sendable {
             throw Self.refusal(.format, "is over the \(OAuthLimits.maximumBodyBytes)-byte limit")
         }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count != 5 else { throw Self.refusal(.encrypted, "is encrypted (a JWE), which SessionKit does not read") }
+        guard parts.count != 5 else {
+            throw Self.refusal(.encrypted, "is encrypted (a JWE), which SessionKit does not read")
+        }
         guard parts.count == 3 else { throw Self.refusal(.format, "does not have three dot-separated parts") }
         guard let headerBytes = Self.decode(parts[0]), let payloadBytes = Self.decode(parts[1]),
             let signature = Self.decode(parts[2])

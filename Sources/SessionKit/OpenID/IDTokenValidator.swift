@@ -132,7 +132,9 @@ package struct IDTokenValidator: Sendable {
         if let accessToken, claims["at_hash"] != nil {
             guard case .string(let hash)? = claims["at_hash"],
                 Self.equalInConstantTime(hash, Self.accessTokenHash(of: accessToken, algorithm: algorithm))
-            else { throw CompactJWS.refusal(.accessTokenHash, "has an \"at_hash\" that does not match the access token") }
+            else {
+                throw CompactJWS.refusal(.accessTokenHash, "has an \"at_hash\" that does not match the access token")
+            }
         }
         return IDTokenClaims(
             issuer: tokenIssuer, subject: subject, audiences: audiences, authorizedParty: authorizedParty,

@@ -55,7 +55,8 @@ package struct JSONWebKeySet: Sendable {
         var entries: [Entry] = []
         for member in members {
             guard case .object(let jwk) = member, case .string(let keyType)? = jwk["kty"] else {
-                throw SessionError(.providerMetadataRejected, "the key set has a key that is not an object with \"kty\"")
+                throw SessionError(
+                    .providerMetadataRejected, "the key set has a key that is not an object with \"kty\"")
             }
             let operations: [String]? =
                 if case .array(let values)? = jwk["key_ops"] { values.compactMap(\.stringValue) } else { nil }
@@ -72,14 +73,18 @@ package struct JSONWebKeySet: Sendable {
     ///
     /// A key fits when its `kty` (and `crv`) is the algorithm's, its `use` is absent or `sig`, its `key_ops` are
     /// absent or include `verify`, and its `alg` is absent or the token's (RFC 7517 §4.2–4.4; RFC 8725 §3.1: a key
-    /// is used with one algorithm). With a `kid`, only keys of that `kid` are considered; without one, exactly one
-    /// key of the set must fit.
+    /// is used with one algorithm). With a `kid`, only keys of that `kid` are considered; without one, the set must
+    /// hold that one key only (OpenID Connect Core §10.1).
     ///
     /// - Parameters:
     ///   - keyID: The header's `kid`.
     ///   - algorithm: The header's `alg`, already on the allow-list.
     /// - Returns: The choice.
     package func select(keyID: String?, algorithm: SignatureAlgorithm) -> Selection {
+        // OpenID Connect Core §10.1: with several keys in the set, the token must say which one by its kid.
+        guard keyID != nil || entries.count == 1 else {
+            return .refused("names no \"kid\" and the provider's set has \(entries.count) keys")
+        }
         let named = keyID.map { id in entries.filter { $0.keyID == id } } ?? entries
         if keyID != nil, named.isEmpty { return .unknownKeyID }
         let fitting = named.filter { Self.fits($0, algorithm) }
@@ -88,9 +93,6 @@ package struct JSONWebKeySet: Sendable {
                 keyID == nil
                     ? "no key of the provider's set fits \(algorithm.rawValue)"
                     : "the key its \"kid\" names is not a \(algorithm.rawValue) signing key")
-        }
-        guard keyID != nil || fitting.count == 1 else {
-            return .refused("names no \"kid\" and \(fitting.count) keys of the provider's set could fit")
         }
         guard let key = chosen.key else { return .refused("names a key that is malformed or unusable") }
         return .key(key)

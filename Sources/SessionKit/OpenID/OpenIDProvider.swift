@@ -37,6 +37,9 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         public var clientAuthentication: ClientAuthentication
         /// The rules ID tokens are validated by.
         public var validation: IDTokenValidation
+        /// The device authorization endpoint, for a provider whose discovery document does not name one; `nil`
+        /// takes the document's `device_authorization_endpoint`.
+        public var deviceAuthorizationEndpoint: URL?
         /// RFC 8707 resource indicators for the client's requests (``OAuthClient/Configuration/resources``).
         public var resources: [URL]
         /// The `audience` parameter (``OAuthClient/Configuration/audience``).
@@ -59,6 +62,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         ///   - clientID: The client identifier.
         ///   - clientAuthentication: How the client authenticates; none by default.
         ///   - validation: ID token rules; RS256 and a one-minute leeway by default.
+        ///   - deviceAuthorizationEndpoint: The device authorization endpoint, where discovery names none.
         ///   - resources: Resource indicators; none by default.
         ///   - audience: The `audience` parameter; none by default.
         ///   - metadataLifetime: How long discovery is cached; one hour by default.
@@ -72,6 +76,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             clientID: String,
             clientAuthentication: ClientAuthentication = .none,
             validation: IDTokenValidation = IDTokenValidation(),
+            deviceAuthorizationEndpoint: URL? = nil,
             resources: [URL] = [],
             audience: String? = nil,
             metadataLifetime: Duration = .seconds(3600),
@@ -84,6 +89,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             self.clientID = clientID
             self.clientAuthentication = clientAuthentication
             self.validation = validation
+            self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
             self.resources = resources
             self.audience = audience
             self.metadataLifetime = metadataLifetime
@@ -128,7 +134,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     public let configuration: Configuration
     /// The provider's clock, from the `Date` of its answers.
     package let serverClock = ProviderClock()
-    private let transport: OAuthTransport
+    let transport: OAuthTransport
     private let state = Lock(State())
 
     /// Creates a provider client. Nothing is fetched until a call needs the provider's metadata.
@@ -216,7 +222,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             configuration: .init(
                 tokenEndpoint: metadata.tokenEndpoint,
                 revocationEndpoint: metadata.revocationEndpoint,
-                deviceAuthorizationEndpoint: metadata.deviceAuthorizationEndpoint,
+                deviceAuthorizationEndpoint: configuration.deviceAuthorizationEndpoint
+                    ?? metadata.deviceAuthorizationEndpoint,
                 authorizationEndpoint: metadata.authorizationEndpoint,
                 clientID: configuration.clientID,
                 clientAuthentication: configuration.clientAuthentication,
@@ -312,8 +319,9 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         case .needsKeys:
             guard let fresh = try await keySet(refetch: true) else { throw IDTokenValidator.unknownKey }
             let now = serverClock.now(wallNow: configuration.clock.wallNow)
-            guard case .valid(let claims) = try validator.validate(
-                idToken, keys: fresh, nonce: nonce, accessToken: accessToken, now: now)
+            guard
+                case .valid(let claims) = try validator.validate(
+                    idToken, keys: fresh, nonce: nonce, accessToken: accessToken, now: now)
             else { throw IDTokenValidator.unknownKey }
             return claims
         }
@@ -411,6 +419,11 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     /// Polls until the user approved the device authorization, then validates the ID token (the device grant sends
     /// no nonce, so none is checked).
     ///
+    /// RFC 8628 does not require the token endpoint to return an ID token for a device code, and some servers
+    /// (django-oauth-toolkit among them) return none. Then the tokens are refreshed once, whose answer carries one
+    /// (OpenID Connect Core §12.1), and that ID token, validated, says who signed in; the refreshed tokens are the
+    /// ones returned. Without a refresh token either, the sign-in is refused: no account is made from unsigned claims.
+    ///
     /// - Parameters:
     ///   - authorization: The answer of ``startDeviceAuthorization(scope:)``.
     ///   - receivedAt: When that answer arrived; `nil` means now.
@@ -419,7 +432,12 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     public func pollDeviceAuthorization(
         _ authorization: DeviceAuthorizationResponse, receivedAt: ContinuousClock.Instant? = nil
     ) async throws -> OpenIDSignIn {
-        let tokens = try await client().pollDeviceAuthorization(authorization, receivedAt: receivedAt)
+        let client = try await client()
+        var tokens = try await client.pollDeviceAuthorization(authorization, receivedAt: receivedAt)
+        if tokens.idToken == nil, let refreshToken = tokens.refreshToken {
+            let refreshed = try await client.refresh(using: refreshToken)
+            tokens = refreshed.refreshToken == nil ? Self.keeping(refreshToken, in: refreshed) : refreshed
+        }
         return try await verifiedSignIn(tokens, nonce: nil)
     }
 
@@ -491,6 +509,13 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             throw SessionError(
                 .providerMetadataRejected, "\(what) answered \(answer.statusCode)", statusCode: answer.statusCode)
         }
+    }
+
+    /// `tokens` with `refreshToken`, for a server that does not rotate refresh tokens.
+    static func keeping(_ refreshToken: String, in tokens: TokenSet) -> TokenSet {
+        var tokens = tokens
+        tokens.refreshToken = refreshToken
+        return tokens
     }
 
     /// `scope` with `openid` in it.

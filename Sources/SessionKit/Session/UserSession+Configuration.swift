@@ -14,6 +14,10 @@ extension UserSession {
         public var cacheMaximumBytes: Int
         /// Whether the access token is written to the credential store too (off: it stays in memory only).
         public var storesAccessToken: Bool
+        /// Whether the OpenID Connect ID token is written to the credential store (off: it stays in memory, and a
+        /// sign-out after a restart has no `id_token_hint` for the provider's end-session endpoint). Turn it on when
+        /// sign-out runs ``SignOutOptions/openIDLogout``; the record, ID token included, is deleted at sign-out.
+        public var storesIDToken: Bool
         /// The most bytes one request of a ``UserSession/download(for:progress:)`` asks for: a GET download is
         /// fetched in ranges of this size when the server honours ranges, so that memory stays bounded by it however
         /// slowly the disk takes the bytes; 16 MiB by default, `0` for one request per download.
@@ -36,6 +40,7 @@ extension UserSession {
         ///   - retryPolicy: Replay rules.
         ///   - cacheMaximumBytes: Cache bound; `0` disables it.
         ///   - storesAccessToken: Whether the access token is persisted too.
+        ///   - storesIDToken: Whether the ID token is persisted, for the provider's sign-out after a restart.
         ///   - downloadSegmentBytes: The range one request of a download asks for; `0` for one request.
         ///   - clock: The clock to read.
         ///   - credentialScope: Where the session's credentials may go.
@@ -44,6 +49,7 @@ extension UserSession {
             retryPolicy: RetryPolicy = RetryPolicy(),
             cacheMaximumBytes: Int = 4 * 1024 * 1024,
             storesAccessToken: Bool = false,
+            storesIDToken: Bool = false,
             downloadSegmentBytes: Int = 16 * 1024 * 1024,
             clock: (any SessionClock)? = nil,
             credentialScope: CredentialScope = CredentialScope()
@@ -53,6 +59,7 @@ extension UserSession {
             self.retryPolicy = retryPolicy
             self.cacheMaximumBytes = cacheMaximumBytes
             self.storesAccessToken = storesAccessToken
+            self.storesIDToken = storesIDToken
             self.downloadSegmentBytes = downloadSegmentBytes
             self.clock = clock ?? SystemClock()
         }

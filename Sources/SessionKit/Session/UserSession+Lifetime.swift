@@ -88,6 +88,9 @@ extension UserSession {
             guard isActive else { return nil }
             var merged = refreshed
             if merged.refreshToken == nil { merged.refreshToken = tokens?.refreshToken }
+            // A refresh answer may carry no ID token (OpenID Connect Core §12.2): the sign-in's stays the hint that
+            // the provider's sign-out names the user by.
+            if merged.idToken == nil { merged.idToken = tokens?.idToken }
             hold(merged, refreshedBy: refresher)
             return (merged, !credentialWritesSealed)
         }

@@ -140,7 +140,7 @@ extension UserSession {
             refreshToken: tokens.refreshToken,
             accessToken: storesAccessToken ? tokens.accessToken : nil,
             accessTokenExpiresAt: expiry,
-            idToken: storesAccessToken ? tokens.idToken : nil,
+            idToken: storesAccessToken || configuration.storesIDToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
             savedAt: configuration.clock.wallNow,

@@ -168,7 +168,7 @@ extension SessionManager {
                 report.accessTokenRevocation = .inBackground
             }
             if options.terminateServerSession != nil, tokens != nil { report.serverSession = .inBackground }
-            if options.providerLogout != nil { report.providerLogout = .inBackground }
+            if options.providerLogout != nil || options.openIDLogout != nil { report.providerLogout = .inBackground }
         }
         return report
     }
@@ -259,8 +259,12 @@ extension SessionManager {
             }
         }()
         async let providerOutcome: SignOutReport.StepOutcome = {
-            guard let logout = options.providerLogout else { return .notRequested }
-            return await bounded(until: deadline, clock: clock) { try await logout(account) }
+            guard options.providerLogout != nil || options.openIDLogout != nil else { return .notRequested }
+            let idToken = tokens?.idToken
+            return await bounded(until: deadline, clock: clock) {
+                try await options.providerLogout?(account)
+                try await options.openIDLogout?.run(idToken: idToken)
+            }
         }()
 
         var report = SignOutReport(account: account)

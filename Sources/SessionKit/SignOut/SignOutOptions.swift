@@ -24,6 +24,9 @@ public struct SignOutOptions: Sendable {
     public var terminateServerSession: (@Sendable (TokenSet) async throws -> Void)?
     /// Signs out of the identity provider (an injected step, such as an OIDC end-session call).
     public var providerLogout: (@Sendable (Account) async throws -> Void)?
+    /// Signs out of the OpenID provider (RP-Initiated Logout) with the session's ID token as the hint; reported in
+    /// ``SignOutReport/providerLogout`` (with ``providerLogout`` set too, both run and a failure of either shows).
+    public var openIDLogout: OpenIDLogout?
     /// The bound on all server-side steps together; they run at the same time, each within it.
     public var serverTimeout: Duration
     /// Whether ``SessionManager/signOut(_:options:)`` waits for the server-side steps (within
@@ -47,6 +50,7 @@ public struct SignOutOptions: Sendable {
     ///   - revokeAccessToken: Revoke the access token.
     ///   - terminateServerSession: The app's backend sign-out step.
     ///   - providerLogout: The provider's sign-out step.
+    ///   - openIDLogout: The OpenID provider's sign-out step.
     ///   - serverTimeout: The bound on the server-side steps.
     ///   - waitForServer: Wait for them, or let them finish in the background.
     ///   - keepsOutbox: Keep the queued writes for the account's next sign-in instead of deleting them.
@@ -56,6 +60,7 @@ public struct SignOutOptions: Sendable {
         revokeAccessToken: Bool = false,
         terminateServerSession: (@Sendable (TokenSet) async throws -> Void)? = nil,
         providerLogout: (@Sendable (Account) async throws -> Void)? = nil,
+        openIDLogout: OpenIDLogout? = nil,
         serverTimeout: Duration = .seconds(5),
         waitForServer: Bool = true,
         keepsOutbox: Bool = false,
@@ -65,6 +70,7 @@ public struct SignOutOptions: Sendable {
         self.revokeAccessToken = revokeAccessToken
         self.terminateServerSession = terminateServerSession
         self.providerLogout = providerLogout
+        self.openIDLogout = openIDLogout
         self.serverTimeout = serverTimeout
         self.waitForServer = waitForServer
         self.keepsOutbox = keepsOutbox

@@ -194,19 +194,31 @@ struct TestIssuer {
         let parts = valid.split(separator: ".").map(String.init)
         var changed = issuer.claims()
         changed["sub"] = .string("mallory")
-        let swapped = parts[0] + "." + Base64URL.encode(Array(JSONValue.object(changed).serialized.utf8)) + "."
+        let swapped =
+            parts[0] + "." + Base64URL.encode(Array(JSONValue.object(changed).serialized.utf8)) + "."
             + parts[2]
         #expect(failedCheck(swapped, issuer: issuer) == .signature, "a valid signature over another payload")
         #expect(failedCheck(parts[0] + "." + parts[1] + ".", issuer: issuer) == .signature, "empty signature")
-        #expect(failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("RS256")]), issuer: issuer) == .key)
-        #expect(failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("none")]), issuer: issuer) == .algorithm)
-        #expect(failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("HS256")]), issuer: issuer) == .algorithm)
-        #expect(failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("ES384")]), issuer: issuer) == .algorithm, "not allowed")
+        #expect(
+            failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("RS256")]), issuer: issuer) == .key)
+        #expect(
+            failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("none")]), issuer: issuer)
+                == .algorithm)
+        #expect(
+            failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("HS256")]), issuer: issuer)
+                == .algorithm)
+        #expect(
+            failedCheck(try issuer.token(issuer.claims(), header: ["alg": .string("ES384")]), issuer: issuer)
+                == .algorithm, "not allowed")
         let unknown = try issuer.token(issuer.claims(), header: ["kid": .string("ec-2")])
         #expect(throws: Never.self) {
-            guard case .needsKeys = try validator.validate(
-                unknown, keys: try issuer.keySet, nonce: "n-0S6_WzA2Mj", accessToken: nil, now: TestIssuer.now)
-            else { Issue.record("an unknown kid asks for the keys again"); return }
+            guard
+                case .needsKeys = try validator.validate(
+                    unknown, keys: try issuer.keySet, nonce: "n-0S6_WzA2Mj", accessToken: nil, now: TestIssuer.now)
+            else {
+                Issue.record("an unknown kid asks for the keys again")
+                return
+            }
         }
     }
 
@@ -219,7 +231,10 @@ struct TestIssuer {
             ("four parts", valid + ".x", .format),
             ("five parts", "a.b.c.d.e", .encrypted),
             ("padded", parts[0] + "=." + parts[1] + "." + parts[2], .format),
-            ("standard alphabet", parts[0].replacingOccurrences(of: "-", with: "+") + "+." + parts[1] + "." + parts[2], .format),
+            (
+                "standard alphabet",
+                parts[0].replacingOccurrences(of: "-", with: "+") + "+." + parts[1] + "." + parts[2], .format
+            ),
             ("header not JSON", Base64URL.encode(Array("nope".utf8)) + "." + parts[1] + "." + parts[2], .format),
             ("header an array", Base64URL.encode(Array("[]".utf8)) + "." + parts[1] + "." + parts[2], .format),
             ("claims not JSON", parts[0] + "." + Base64URL.encode(Array("nope".utf8)) + "." + parts[2], .format),
@@ -244,13 +259,16 @@ struct TestIssuer {
             return try JSONWebKeySet(json: Array(JSONValue.object(["keys": .array(keys)]).serialized.utf8))
         }
         guard case .key = try set([first]).select(keyID: nil, algorithm: .es256) else {
-            Issue.record("one key fits"); return
+            Issue.record("one key fits")
+            return
         }
         guard case .refused = try set([first, second]).select(keyID: nil, algorithm: .es256) else {
-            Issue.record("two keys fit: ambiguous"); return
+            Issue.record("two keys fit: ambiguous")
+            return
         }
         guard case .refused = try set([first]).select(keyID: nil, algorithm: .rs256) else {
-            Issue.record("an EC key does not fit RS256"); return
+            Issue.record("an EC key does not fit RS256")
+            return
         }
     }
 
@@ -263,7 +281,8 @@ struct TestIssuer {
             let set = try JSONWebKeySet(
                 json: Array(JSONValue.object(["keys": .array([.object(jwk)])]).serialized.utf8))
             guard case .refused = set.select(keyID: "k", algorithm: .es256) else {
-                Issue.record("a key with \(member) \(value) was chosen"); continue
+                Issue.record("a key with \(member) \(value) was chosen")
+                continue
             }
         }
         var verifyOnly = issuer.key.publicJWK
@@ -271,7 +290,8 @@ struct TestIssuer {
         let set = try JSONWebKeySet(
             json: Array(JSONValue.object(["keys": .array([.object(verifyOnly)])]).serialized.utf8))
         guard case .refused = set.select(keyID: nil, algorithm: .es256) else {
-            Issue.record("a key whose key_ops exclude verify was chosen"); return
+            Issue.record("a key whose key_ops exclude verify was chosen")
+            return
         }
     }
 
@@ -282,7 +302,8 @@ struct TestIssuer {
         let many = "{\"keys\":[" + Array(repeating: #"{"kty":"EC"}"#, count: 65).joined(separator: ",") + "]}"
         #expect(throws: SessionError.self) { _ = try JSONWebKeySet(json: Array(many.utf8)) }
         // A key SessionKit cannot use is kept without a key, and the good ones still serve.
-        let mixed = #"{"keys":[{"kty":"oct","k":"AAAA","kid":"h"},{"kty":"EC","crv":"P-256","x":"AA","y":"AA","kid":"bad"}]}"#
+        let mixed =
+            #"{"keys":[{"kty":"oct","k":"AAAA","kid":"h"},{"kty":"EC","crv":"P-256","x":"AA","y":"AA","kid":"bad"}]}"#
         let set = try? JSONWebKeySet(json: Array(mixed.utf8))
         #expect(set?.entries.count == 2)
         #expect(set?.entries.allSatisfy { $0.key == nil } == true)
