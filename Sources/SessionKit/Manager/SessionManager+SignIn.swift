@@ -50,6 +50,34 @@ extension SessionManager {
         try await signIn(through: provider, makeCurrent: makeCurrent) { (account, try await authenticate()) }
     }
 
+    /// Signs in the account an OpenID Connect sign-in proved: the account comes from the ID token's validated
+    /// claims (`iss`, `sub`), never from the app.
+    ///
+    /// ```swift
+    /// let session = try await manager.signIn(through: "id.example", openID: {
+    ///     try await provider.authorizeInBrowser { url in openInBrowser(url) }
+    /// })
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - provider: The ``Provider`` the grant runs against (``Provider/init(id:openID:)``); `nil` for the default.
+    ///   - makeCurrent: Whether the new session becomes ``current``.
+    ///   - openID: Runs the sign-in: ``OpenIDProvider/authorizeInBrowser(scope:additionalParameters:listener:timeout:open:)``,
+    ///     ``OpenIDProvider/signIn(code:for:)`` or ``OpenIDProvider/pollDeviceAuthorization(_:receivedAt:)``.
+    /// - Returns: The new session.
+    /// - Throws: As ``signIn(through:makeCurrent:authenticate:)``.
+    @discardableResult
+    public func signIn(
+        through provider: Provider.ID? = nil,
+        makeCurrent: Bool = true,
+        openID: @Sendable () async throws -> OpenIDSignIn
+    ) async throws -> UserSession {
+        try await signIn(through: provider, makeCurrent: makeCurrent) { () -> (account: Account, tokens: TokenSet) in
+            let signIn = try await openID()
+            return (signIn.account, signIn.tokens)
+        }
+    }
+
     /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
     /// usually from the ID token the grant returned (``Account/init(idToken:)``).
     ///
@@ -76,34 +104,6 @@ extension SessionManager {
     ///   account is current the state goes back to it; otherwise it becomes ``SessionState/failed(_:)`` with a
     ///   ``SessionError`` whose ``SessionError/underlyingError`` is the error thrown and whose message names only
     ///   its type, so that no text of the closure's error (which may quote a code or a token) reaches the state.
-    /// Signs in the account an OpenID Connect sign-in proved: the account comes from the ID token's validated
-    /// claims (`iss`, `sub`), never from the app.
-    ///
-    /// ```swift
-    /// let session = try await manager.signIn(through: "id.example") {
-    ///     try await provider.authorizeInBrowser { url in openInBrowser(url) }
-    /// }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - provider: The ``Provider`` the grant runs against (``Provider/init(id:openID:)``); `nil` for the default.
-    ///   - makeCurrent: Whether the new session becomes ``current``.
-    ///   - openID: Runs the sign-in: ``OpenIDProvider/authorizeInBrowser(scope:additionalParameters:listener:timeout:open:)``,
-    ///     ``OpenIDProvider/signIn(code:for:)`` or ``OpenIDProvider/pollDeviceAuthorization(_:receivedAt:)``.
-    /// - Returns: The new session.
-    /// - Throws: As ``signIn(through:makeCurrent:authenticate:)``.
-    @discardableResult
-    public func signIn(
-        through provider: Provider.ID? = nil,
-        makeCurrent: Bool = true,
-        openID: @Sendable () async throws -> OpenIDSignIn
-    ) async throws -> UserSession {
-        try await signIn(through: provider, makeCurrent: makeCurrent) { () -> (account: Account, tokens: TokenSet) in
-            let signIn = try await openID()
-            return (signIn.account, signIn.tokens)
-        }
-    }
-
     @discardableResult
     public func signIn(
         through provider: Provider.ID? = nil,
