@@ -28,8 +28,13 @@ import Foundation
 /// problem, not a rejected grant: a session whose refresh fails this way stays signed in (it is not
 /// `refreshRejected`).
 ///
-/// More methods, such as `private_key_jwt` (RFC 7523 §2.2), can be added without breaking callers: this is a
-/// struct with static members rather than an enum a caller could switch over exhaustively.
+/// - ``privateKeyJWT(p256PrivateKey:keyID:)``: a JWT the client signs with its own P-256 key for each request
+///   (`private_key_jwt`, RFC 7523 §2.2, OpenID Connect Core §9), so no shared secret exists at all. Its `iss` and
+///   `sub` are the client ID, its `aud` the URL of the endpoint the request goes to, its `jti` unique, and it
+///   expires a minute after it was made.
+///
+/// More methods can be added without breaking callers: this is a struct with static members rather than an enum a
+/// caller could switch over exhaustively.
 ///
 /// - Important: The secret never appears in a description, `dump()`, `Mirror` or error message: every one of
 ///   them shows only the method's name.
@@ -38,7 +43,24 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
         case none
         case basic(String)
         case post(String)
+        case privateKeyJWT(AssertionKey)
     }
+
+    /// A client's signing key for `private_key_jwt`; equal when the public keys and key IDs are.
+    private struct AssertionKey: Sendable, Equatable {
+        let key: P256SigningKey
+        let keyID: String?
+
+        static func == (lhs: AssertionKey, rhs: AssertionKey) -> Bool {
+            lhs.key.publicKey == rhs.key.publicKey && lhs.keyID == rhs.keyID
+        }
+    }
+
+    /// The `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2).
+    package static let jwtBearerAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+    /// How long a client assertion is valid after it was made.
+    package static let assertionLifetime: TimeInterval = 60
 
     private let method: Method
 
@@ -67,13 +89,42 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
         ClientAuthentication(.post(secret))
     }
 
+    /// A confidential client that authenticates with a JWT signed by its own P-256 key (`private_key_jwt`,
+    /// RFC 7523 §2.2; ES256, RFC 7518 §3.4). Register the key's public part with the authorization server.
+    ///
+    /// - Parameters:
+    ///   - p256PrivateKey: The 32-byte private scalar, big-endian (CryptoKit's
+    ///     `P256.Signing.PrivateKey.rawRepresentation`). It stays in memory; it is never printed.
+    ///   - keyID: The `kid` the server knows the key by, or `nil`.
+    /// - Returns: The method.
+    /// - Throws: `SessionError(.invalidInput)` when the bytes are not a P-256 private key.
+    public static func privateKeyJWT(p256PrivateKey: [UInt8], keyID: String? = nil) throws -> ClientAuthentication {
+        do {
+            let key = try P256SigningKey(storageRepresentation: p256PrivateKey)
+            return ClientAuthentication(.privateKeyJWT(AssertionKey(key: key, keyID: keyID)))
+        } catch {
+            throw SessionError(.invalidInput, "the client's private key is not a P-256 private key: \(error)")
+        }
+    }
+
     /// The method's name as OAuth 2.0 Dynamic Client Registration spells it (RFC 7591 §2,
-    /// `token_endpoint_auth_method`): `none`, `client_secret_basic` or `client_secret_post`.
+    /// `token_endpoint_auth_method`): `none`, `client_secret_basic`, `client_secret_post` or `private_key_jwt`.
     public var methodName: String {
         switch method {
         case .none: "none"
         case .basic: "client_secret_basic"
         case .post: "client_secret_post"
+        case .privateKeyJWT: "private_key_jwt"
+        }
+    }
+
+    /// The body parameters a caller's additional parameters must not repeat: `client_id`, and for a client that
+    /// authenticates every other method's parameters too (RFC 6749 §2.3.1: one method per request). A public
+    /// client may still add a `client_secret` of its own.
+    package var reservedParameterNames: Set<String> {
+        switch method {
+        case .none: ["client_id"]
+        case .basic, .post, .privateKeyJWT: ["client_id", "client_secret", "client_assertion", "client_assertion_type"]
         }
     }
 
@@ -83,6 +134,9 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
         case .none: "ClientAuthentication.none"
         case .basic(let secret), .post(let secret):
             "ClientAuthentication.\(methodName)(\(Redaction.redact(secret)))"
+        case .privateKeyJWT(let assertion):
+            "ClientAuthentication.private_key_jwt(kid: \(assertion.keyID ?? "none"), thumbprint: "
+                + "\(assertion.key.thumbprint))"
         }
     }
 
@@ -92,7 +146,7 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
     /// The secret, or `nil` for a public client.
     package var secret: String? {
         switch method {
-        case .none: nil
+        case .none, .privateKeyJWT: nil
         case .basic(let secret), .post(let secret): secret
         }
     }
@@ -120,7 +174,7 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
     /// - Returns: `client_id` (omitted for Basic unless `keepsClientID`), then `client_secret` for post.
     package func bodyPairs(clientID: String, keepsClientID: Bool = false) -> [(name: String, value: String)] {
         switch method {
-        case .none: [("client_id", clientID)]
+        case .none, .privateKeyJWT: [("client_id", clientID)]
         case .basic: keepsClientID ? [("client_id", clientID)] : []
         case .post(let secret): [("client_id", clientID), ("client_secret", secret)]
         }
@@ -148,14 +202,46 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
         return secrets
     }
 
-    /// Adds the `Authorization` header Basic needs to `request`; other methods change nothing.
+    /// Authenticates `request`: the `Authorization` header for Basic; for `private_key_jwt` the client assertion,
+    /// made now for the request's URL, appended to the form body; other methods change nothing.
     ///
     /// - Parameters:
-    ///   - request: A request to one of the configured endpoints.
+    ///   - request: A form `POST` to one of the configured endpoints.
     ///   - clientID: The client identifier.
-    package func authorize(_ request: inout URLRequest, clientID: String) {
+    /// - Throws: `SessionError(.invalidInput)` when the assertion cannot be signed.
+    package func authorize(_ request: inout URLRequest, clientID: String) throws {
         if let header = authorizationHeader(clientID: clientID) {
             request.setValue(header, forHTTPHeaderField: "Authorization")
+        }
+        guard case .privateKeyJWT(let assertion) = method, let endpoint = request.url else { return }
+        let jwt = try Self.clientAssertion(assertion, clientID: clientID, audience: endpoint, now: Date())
+        let pairs = FormURLEncoding.encode([
+            ("client_assertion_type", Self.jwtBearerAssertionType), ("client_assertion", jwt),
+        ])
+        let body = request.httpBody.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        request.httpBody = Data((body.isEmpty ? pairs : body + "&" + pairs).utf8)
+    }
+
+    /// A client assertion (RFC 7523 §3): `iss` and `sub` the client, `aud` the endpoint, a random `jti`, `iat` now
+    /// and `exp` a minute later, signed ES256.
+    private static func clientAssertion(
+        _ assertion: AssertionKey, clientID: String, audience: URL, now: Date
+    ) throws -> String {
+        var header: [String: JSONValue] = ["alg": .string("ES256"), "typ": .string("JWT")]
+        if let keyID = assertion.keyID { header["kid"] = .string(keyID) }
+        let issuedAt = now.timeIntervalSince1970.rounded(.down)
+        let claims: [String: JSONValue] = [
+            "iss": .string(clientID), "sub": .string(clientID), "aud": .string(audience.absoluteString),
+            "jti": .string(Base64URL.encode(PlatformCrypto.requiredRandomBytes(count: 16))),
+            "iat": .number(issuedAt), "exp": .number(issuedAt + assertionLifetime),
+        ]
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
+            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
+        do {
+            return input + "." + Base64URL.encode(try assertion.key.sign(Array(input.utf8)))
+        } catch {
+            throw SessionError(.invalidInput, "the client assertion could not be signed: \(error)")
         }
     }
 }

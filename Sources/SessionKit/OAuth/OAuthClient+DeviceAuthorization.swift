@@ -31,7 +31,7 @@ extension OAuthClient {
         pairs += authentication.bodyPairs(clientID: configuration.clientID, keepsClientID: true)
         var request = try FormPostRequest.make(
             endpoint: endpoint, pairs: pairs, role: "device authorization endpoint")
-        authentication.authorize(&request, clientID: configuration.clientID)
+        try authentication.authorize(&request, clientID: configuration.clientID)
         let answer = try await transport.send(request, to: "the device authorization endpoint")
         do {
             return try DeviceAuthorizationResponse.parse(
@@ -66,7 +66,7 @@ extension OAuthClient {
         let clock = configuration.clock
         var state = DevicePollingState(authorization: authorization, receivedAt: receivedAt ?? clock.now)
         let tokenRequest = try makeTokenRequest(.deviceCode(authorization.deviceCode))
-        let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
+        _ = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)  // refused before the first wait
         var next = state.firstPoll
         while true {
             switch next {
@@ -78,6 +78,8 @@ extension OAuthClient {
             case .poll(let wait):
                 try await clock.sleep(for: wait)
                 do {
+                    // Made for each poll: a client assertion is single-use and short-lived (RFC 7523 §3).
+                    let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
                     let answer = try await transport.send(request, to: "the token endpoint")
                     next = state.handle(
                         statusCode: answer.statusCode, body: answer.body, receivedAt: answer.receivedAt,

@@ -64,7 +64,7 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
         // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
         let reserved: Set<String> = ["token", "token_type_hint", "client_id"]
         _ = try FormPostRequest.extraPairs(
-            additionalParameters, reserved: authentication.secret == nil ? reserved : reserved.union(["client_secret"]))
+            additionalParameters, reserved: reserved.union(authentication.reservedParameterNames))
         self.token = token
         self.tokenTypeHint = tokenTypeHint
         self.clientID = clientID
@@ -85,7 +85,7 @@ package struct RevocationRequest: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: `SessionError(.invalidInput)` when the endpoint is not acceptable.
     public func urlRequest(endpoint: URL) throws -> URLRequest {
         var request = try FormPostRequest.make(endpoint: endpoint, pairs: pairs, role: "revocation endpoint")
-        authentication.authorize(&request, clientID: clientID)
+        try authentication.authorize(&request, clientID: clientID)
         return request
     }
 

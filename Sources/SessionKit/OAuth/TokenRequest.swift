@@ -136,7 +136,7 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
         pairs += authentication.bodyPairs(clientID: clientID)
         // An authenticating client cannot add a second method (RFC 6749 §2.3.1: one per request).
         let reserved = Set(pairs.map(\.name)).union(ResourceIndicators.parameterNames)
-            .union(authentication.secret == nil ? ["client_id"] : ["client_id", "client_secret"])
+            .union(authentication.reservedParameterNames)
         pairs += try FormPostRequest.extraPairs(additionalParameters, reserved: reserved)
         self.grant = grant
         self.clientID = clientID
@@ -160,7 +160,7 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     public func urlRequest(endpoint: URL) throws -> URLRequest {
         var request = try FormPostRequest.make(
             endpoint: endpoint, pairs: formParameters.map { ($0.name, $0.value) }, role: "token endpoint")
-        authentication.authorize(&request, clientID: clientID)
+        try authentication.authorize(&request, clientID: clientID)
         return request
     }
 

@@ -7,17 +7,6 @@ import Testing
 /// `Tests/AuthorizationServer/forge_id_tokens.py`): every valid one is accepted, with RS256, PS256, ES256, ES384
 /// and EdDSA signatures, and every forged or broken one is refused for the check its maker names.
 @Suite(.timeLimit(.minutes(2))) struct IDTokenForgeryTests {
-    static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
-    /// The venv's Python that `scripts/test` creates, or `nil` (then the suite fails under `scripts/test`, which
-    /// sets `SESSIONKIT_REQUIRE_AUTH_SERVER`, and is skipped elsewhere).
-    static var python: URL? {
-        let python = root.appendingPathComponent(".venv/bin/python")
-        return FileManager.default.isExecutableFile(atPath: python.path) ? python : nil
-    }
-
     struct Made {
         var keys: JSONWebKeySet
         var valid: [(name: String, token: String)]
@@ -25,20 +14,12 @@ import Testing
     }
 
     static func make(issuer: String, clientID: String, nonce: String, now: Int, accessToken: String) throws -> Made {
-        let python = try #require(python, "no .venv/bin/python: run scripts/test once to create it")
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [
-            root.appendingPathComponent("Tests/AuthorizationServer/forge_id_tokens.py").path,
-            "--issuer", issuer, "--client-id", clientID, "--nonce", nonce, "--now", String(now),
-            "--access-token", accessToken,
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "forge_id_tokens.py failed")
+        let data = try PythonTools.run(
+            "forge_id_tokens.py",
+            [
+                "--issuer", issuer, "--client-id", clientID, "--nonce", nonce, "--now", String(now), "--access-token",
+                accessToken,
+            ])
         guard case .object(let document) = try JSONParser.parse(Array(data)),
             case .object(let jwks)? = document["jwks"],
             case .array(let valid)? = document["valid"], case .array(let forged)? = document["forged"]
@@ -58,10 +39,7 @@ import Testing
     }
 
     @Test func tokensSignedByJwcryptoAreAcceptedAndEveryForgeryIsRefusedForItsCheck() throws {
-        guard Self.python != nil || ProcessInfo.processInfo.environment["SESSIONKIT_REQUIRE_AUTH_SERVER"] == "1" else {
-            print("IDTokenForgeryTests: skipped, no .venv (scripts/test creates it)")
-            return
-        }
+        guard PythonTools.available("IDTokenForgeryTests") else { return }
         let now = 1_800_000_000
         let made = try Self.make(
             issuer: "https://id.example/o", clientID: "my-app", nonce: "n-0S6_WzA2Mj", now: now,
