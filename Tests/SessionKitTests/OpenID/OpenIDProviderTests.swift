@@ -1,0 +1,258 @@
+import Foundation
+import SessionKitTesting
+import Testing
+
+@testable import SessionKit
+
+/// A provider on loopback whose documents, keys, clock and token answers a test controls: discovery's rules, key
+/// rotation and its rate limit, the provider's clock, and refreshes that name someone else. (The same flows against
+/// a real provider: `OpenIDConnectIntegrationTests`.)
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct OpenIDProviderTests {
+    /// A mock OpenID provider at `<server>/issuer`.
+    final class MockProvider: Sendable {
+        let server: LocalServer
+        let keys: Lock<[TestIssuer]>
+        /// How far the provider's clock is ahead of the real one, in seconds.
+        let skew = Lock<TimeInterval>(0)
+        /// The subject the next token answer's ID token names.
+        let subject = Lock("alice")
+        let discoveryIssuer = Lock<String?>(nil)
+
+        init(_ server: LocalServer, keys: [TestIssuer]) {
+            self.server = server
+            self.keys = Lock(keys)
+        }
+
+        var issuer: String { server.url("/issuer").absoluteString }
+        var providerNow: Date { Date().addingTimeInterval(skew.withLock { $0 }) }
+        var dateHeader: (name: String, value: String) { ("Date", HTTPDate.format(providerNow)) }
+
+        func install() {
+            server.route("GET", "/issuer/.well-known/openid-configuration") { [self] _ in
+                let document: [String: JSONValue] = [
+                    "issuer": .string(discoveryIssuer.withLock { $0 } ?? issuer),
+                    "token_endpoint": .string(server.url("/token").absoluteString),
+                    "jwks_uri": .string(server.url("/jwks").absoluteString),
+                    "authorization_endpoint": .string(server.url("/authorize").absoluteString),
+                    "end_session_endpoint": .string(server.url("/logout").absoluteString),
+                    "id_token_signing_alg_values_supported": .array([.string("ES256")]),
+                ]
+                return .json(JSONValue.object(document).serialized, headers: [dateHeader])
+            }
+            server.route("GET", "/jwks") { [self] _ in
+                let jwks = keys.withLock { keys in
+                    keys.map { issuer -> JSONValue in
+                        var jwk = issuer.key.publicJWK
+                        jwk["kid"] = .string(issuer.keyID)
+                        return .object(jwk)
+                    }
+                }
+                return .json(JSONValue.object(["keys": .array(jwks)]).serialized, headers: [dateHeader])
+            }
+            server.route("POST", "/token") { [self] _ in
+                let signer = keys.withLock { $0.last! }
+                let now = providerNow.timeIntervalSince1970.rounded(.down)
+                let claims: [String: JSONValue] = [
+                    "iss": .string(issuer), "sub": .string(subject.withLock { $0 }), "aud": .string("my-app"),
+                    "exp": .number(now + 300), "iat": .number(now),
+                ]
+                let idToken = (try? signer.token(claims)) ?? ""
+                let body: [String: JSONValue] = [
+                    "access_token": .string("at-\(UUID().uuidString)"), "token_type": .string("Bearer"),
+                    "expires_in": .number(3600), "refresh_token": .string("rt-\(UUID().uuidString)"),
+                    "id_token": .string(idToken),
+                ]
+                return .json(JSONValue.object(body).serialized, headers: [dateHeader])
+            }
+        }
+
+        func provider(clock: (any SessionClock)? = nil) -> OpenIDProvider {
+            OpenIDProvider(
+                configuration: .init(
+                    issuer: server.url("/issuer"), clientID: "my-app",
+                    validation: IDTokenValidation(algorithms: [.es256]), clock: clock))
+        }
+
+        /// A token signed now, on the provider's clock, by `signer`.
+        func token(by signer: TestIssuer, nonce: String? = nil) throws -> String {
+            let now = providerNow.timeIntervalSince1970.rounded(.down)
+            var claims: [String: JSONValue] = [
+                "iss": .string(issuer), "sub": .string("alice"), "aud": .string("my-app"), "exp": .number(now + 300),
+                "iat": .number(now),
+            ]
+            if let nonce { claims["nonce"] = .string(nonce) }
+            return try signer.token(claims)
+        }
+    }
+
+    static func withProvider(_ body: (MockProvider) async throws -> Void) async throws {
+        try await LocalServer.withRunning { server in
+            let mock = MockProvider(server, keys: [try TestIssuer(keyID: "k1")])
+            mock.install()
+            try await body(mock)
+        }
+    }
+
+    @Test func discoveryRefusesADocumentNamingAnotherIssuer() async throws {
+        try await Self.withProvider { mock in
+            mock.discoveryIssuer.withLock { $0 = "https://evil.example" }
+            let error = await #expect(throws: SessionError.self) { _ = try await mock.provider().metadata() }
+            #expect(error?.code == .providerMetadataRejected)
+        }
+    }
+
+    @Test func discoveryRefusesPlainHTTPEndpointsOffLoopbackAndMissingMembers() throws {
+        let issuer = "https://id.example"
+        func document(_ changes: [String: JSONValue?]) -> [UInt8] {
+            var members: [String: JSONValue] = [
+                "issuer": .string(issuer), "token_endpoint": .string("https://id.example/token"),
+                "jwks_uri": .string("https://id.example/jwks"),
+            ]
+            for (name, value) in changes { members[name] = value }
+            return Array(JSONValue.object(members).serialized.utf8)
+        }
+        #expect(throws: Never.self) { _ = try OpenIDProviderMetadata(json: document([:]), expectedIssuer: issuer) }
+        for (name, changes) in [
+            ("http token endpoint", ["token_endpoint": .string("http://id.example/token")]),
+            ("http jwks", ["jwks_uri": .string("http://id.example/jwks")]),
+            ("fragment", ["end_session_endpoint": .string("https://id.example/logout#x")]),
+            ("no jwks", ["jwks_uri": nil]),
+            ("no token endpoint", ["token_endpoint": nil]),
+            ("issuer with slash", ["issuer": .string(issuer + "/")]),
+            ("algorithms not strings", ["id_token_signing_alg_values_supported": .array([.number(1)])]),
+        ] as [(String, [String: JSONValue?])] {
+            let error = #expect(throws: SessionError.self, "\(name)") {
+                _ = try OpenIDProviderMetadata(json: document(changes), expectedIssuer: issuer)
+            }
+            #expect(error?.code == .providerMetadataRejected, "\(name)")
+        }
+        #expect(throws: SessionError.self) {
+            _ = try OpenIDProviderMetadata(json: Array("[]".utf8), expectedIssuer: issuer)
+        }
+    }
+
+    @Test func discoveryFallsBackToRFC8414WhereTheOpenIDDocumentIsMissing() async throws {
+        try await LocalServer.withRunning { server async throws in
+            let issuer = server.url("/tenant").absoluteString
+            server.route("GET", "/.well-known/oauth-authorization-server/tenant") { _ in
+                .json(
+                    JSONValue.object([
+                        "issuer": .string(issuer), "token_endpoint": .string(server.url("/token").absoluteString),
+                        "jwks_uri": .string(server.url("/jwks").absoluteString),
+                    ]).serialized)
+            }
+            let provider = OpenIDProvider(configuration: .init(issuer: server.url("/tenant"), clientID: "c"))
+            let metadata = try await provider.metadata()
+            #expect(metadata.tokenEndpoint == server.url("/token"))
+        }
+    }
+
+    @Test func metadataIsCachedForItsLifetimeThenFetchedAgain() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            _ = try await provider.metadata()
+            _ = try await provider.metadata()
+            let path = "/issuer/.well-known/openid-configuration"
+            #expect(mock.server.requests.filter { $0.path == path }.count == 1)
+            clock.advance(by: .seconds(3601))
+            _ = try await provider.metadata()
+            #expect(mock.server.requests.filter { $0.path == path }.count == 2)
+        }
+    }
+
+    @Test func aRotatedKeyIsFetchedOnceAndAStreamOfUnknownKidsIsRateLimited() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            let first = try #require(mock.keys.withLock { $0.first })
+            _ = try await provider.validate(idToken: try mock.token(by: first), nonce: nil, accessToken: nil)
+            #expect(provider.keySetFetchCount == 1)
+
+            // The provider rotates: a token signed by the new key is accepted after one more fetch.
+            let rotated = try TestIssuer(keyID: "k2")
+            mock.keys.withLock { $0.append(rotated) }
+            _ = try await provider.validate(idToken: try mock.token(by: rotated), nonce: nil, accessToken: nil)
+            #expect(provider.keySetFetchCount == 2)
+
+            // Tokens naming made-up kids: refused for their key, with no fetch within the minute.
+            for index in 0..<20 {
+                let forged = try TestIssuer(keyID: "made-up-\(index)")
+                let error = await #expect(throws: SessionError.self) {
+                    _ = try await provider.validate(idToken: try mock.token(by: forged), nonce: nil, accessToken: nil)
+                }
+                #expect(error?.idTokenCheck == .key)
+            }
+            #expect(provider.keySetFetchCount == 2, "a stream of unknown kids made the provider fetch its keys again")
+            clock.advance(by: .seconds(61))
+            _ = await #expect(throws: SessionError.self) {
+                _ = try await provider.validate(
+                    idToken: try mock.token(by: TestIssuer(keyID: "made-up-late")), nonce: nil, accessToken: nil)
+            }
+            #expect(provider.keySetFetchCount == 3, "one fetch a minute")
+        }
+    }
+
+    @Test(arguments: [-3600.0, 3600.0])
+    func aDeviceClockSetWrongNeitherRefusesAFreshTokenNorAcceptsAnExpiredOne(deviceOffset: TimeInterval) async throws {
+        try await Self.withProvider { mock in
+            // The device's wall clock is an hour off; the provider's Date header says what time it is there.
+            let clock = ManualClock(wallClock: Date().addingTimeInterval(deviceOffset))
+            let provider = mock.provider(clock: clock)
+            let signer = try #require(mock.keys.withLock { $0.first })
+            _ = try await provider.metadata()
+            let claims = try await provider.validate(idToken: try mock.token(by: signer), nonce: nil, accessToken: nil)
+            #expect(claims.subject == "alice", "a fresh token was refused on the device's clock")
+
+            // A token that expired ten minutes ago on the provider's clock is refused, whatever the device says.
+            let now = mock.providerNow.timeIntervalSince1970.rounded(.down)
+            let expired = try signer.token([
+                "iss": .string(mock.issuer), "sub": .string("alice"), "aud": .string("my-app"),
+                "exp": .number(now - 600), "iat": .number(now - 900),
+            ])
+            let error = await #expect(throws: SessionError.self) {
+                _ = try await provider.validate(idToken: expired, nonce: nil, accessToken: nil)
+            }
+            #expect(error?.idTokenCheck == .expiry)
+        }
+    }
+
+    @Test func aRefreshWhoseIDTokenNamesSomeoneElseIsRefusedAndEndsTheSession() async throws {
+        try await Self.withProvider { mock in
+            let provider = mock.provider()
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            // The same account: accepted.
+            let tokens = try await provider.refresh(using: "rt-0", for: alice)
+            #expect(tokens.idToken != nil)
+
+            mock.subject.withLock { $0 = "mallory" }
+            let error = await #expect(throws: SessionError.self) {
+                _ = try await provider.refresh(using: "rt-1", for: alice)
+            }
+            #expect(error?.code == .idTokenRejected)
+            #expect(error?.idTokenCheck == .sameAccount)
+
+            // Through a session: the tokens are not adopted, the account must sign in again, its record is gone.
+            let store = InMemoryCredentialStore()
+            let manager = SessionManager(
+                configuration: .init(store: store, providers: [Provider(id: "mock", openID: provider)]))
+            let session = try await manager.signIn(
+                alice, tokens: TokenSet(accessToken: "at-a", refreshToken: "rt-a"), through: "mock")
+            _ = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+            #expect(manager.state == .reauthenticationRequired(alice))
+            _ = await manager.finishPendingWork(within: .seconds(30))
+            #expect(await store.load(for: alice) == nil)
+        }
+    }
+
+    @Test func theEndSessionURLCarriesTheHintClientStateAndRedirect() async throws {
+        try await Self.withProvider { mock in
+            let url = try await mock.provider().endSessionURL(
+                idTokenHint: "the.id.token", postLogoutRedirectURI: "app:/signed-out", state: "s-1")
+            let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            #expect(url.path == "/logout")
+            #expect(items.map(\.name) == ["id_token_hint", "client_id", "post_logout_redirect_uri", "state"])
+            #expect(items.map(\.value) == ["the.id.token", "my-app", "app:/signed-out", "s-1"])
+        }
+    }
+}
