@@ -2,7 +2,7 @@ import Foundation
 
 /// What a validated ID token says about who signed in (OpenID Connect Core §2).
 ///
-/// Only ``IDTokenValidator`` makes one, after the token's signature, issuer, audience, times and nonce were
+/// Only SessionKit makes one, after the token's signature, issuer, audience, times and nonce were
 /// checked, so holding one means those checks passed. It carries no token.
 public struct IDTokenClaims: Sendable, Hashable {
     /// `iss`: the issuer, exactly as the provider's metadata names it.
