@@ -10,9 +10,12 @@ enum PythonTools {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The venv's Python, or `nil` when there is none.
+    /// The venv's Python (`SESSIONKIT_PYTHON` names another, as `scripts/mutants` does for its scratch copy), or
+    /// `nil` when there is none.
     static var python: URL? {
-        let python = root.appendingPathComponent(".venv/bin/python")
+        let python =
+            ProcessInfo.processInfo.environment["SESSIONKIT_PYTHON"].map { URL(fileURLWithPath: $0) }
+            ?? root.appendingPathComponent(".venv/bin/python")
         return FileManager.default.isExecutableFile(atPath: python.path) ? python : nil
     }
 
