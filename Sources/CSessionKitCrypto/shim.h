@@ -7,6 +7,8 @@
 // - lengths are checked here as well as in Swift, and private scalars live in secure-heap BIGNUMs that are
 //   cleared when freed;
 // - only OpenSSL 3 APIs (EVP_PKEY_fromdata, EVP_Digest{Sign,Verify}*, OSSL_PARAM_BLD), no RSA_* or EC_KEY_*.
+// SwiftPM does not track this header as an input of the Swift files that import it: after editing it, touch
+// Sources/SessionKit/Crypto/PlatformCrypto+OpenSSL.swift (scripts/mutants does) or the old code stays built.
 // Status: 1 is success (or "the signature is valid"), 0 is "the signature is not valid", -1 is a failure to
 // build a key or run the operation. Messages may be empty: a non-null pointer is substituted for OpenSSL.
 #ifndef SESSIONKIT_CRYPTO_SHIM_H

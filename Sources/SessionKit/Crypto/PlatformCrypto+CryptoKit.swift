@@ -5,10 +5,11 @@
 
     // The Apple backend: CryptoKit for hashes, ECDSA and Ed25519; Security for randomness and RSA, which CryptoKit
     // does not verify. Callers have checked lengths and ranges already. CryptoKit's P-256/P-384 `isValidSignature`
-    // hashes with SHA-256/SHA-384, the hash JOSE pairs with each curve.
+    // hashes with SHA-256/SHA-384, the hash JOSE pairs with each curve. `SessionKit.Digest` is spelled out because
+    // CryptoKit has a `Digest` protocol.
     extension PlatformCrypto {
         /// The digest of `message`.
-        static func platformDigest(_ digest: Digest, of message: [UInt8]) -> [UInt8]? {
+        static func platformDigest(_ digest: SessionKit.Digest, of message: [UInt8]) -> [UInt8]? {
             switch digest {
             case .sha256: Array(CryptoKit.SHA256.hash(data: message))
             case .sha384: Array(CryptoKit.SHA384.hash(data: message))
@@ -30,7 +31,8 @@
         /// Whether `signature` is a valid RSA signature of `message` under (modulus, exponent). Security's PSS
         /// algorithms use a salt as long as the hash and MGF1 with the same hash, as RFC 7518 §3.5 requires.
         static func verifyRSA(
-            modulus: [UInt8], exponent: [UInt8], digest: Digest, pss: Bool, message: [UInt8], signature: [UInt8]
+            modulus: [UInt8], exponent: [UInt8], digest: SessionKit.Digest, pss: Bool, message: [UInt8],
+            signature: [UInt8]
         ) -> Bool {
             let attributes: [String: Any] = [
                 kSecAttrKeyType as String: kSecAttrKeyTypeRSA,

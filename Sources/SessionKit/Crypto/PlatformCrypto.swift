@@ -33,9 +33,12 @@ package enum PlatformCrypto {
     ///
     /// - Parameter count: How many bytes; zero gives an empty array.
     /// - Returns: The bytes.
-    /// - Throws: ``CryptoError/platformFailure(reason:)`` when the generator fails or `count` is negative.
+    /// - Throws: ``CryptoError/platformFailure(reason:)`` when the generator fails, or `count` is negative or over
+    ///   `Int32.max` (what `RAND_bytes` takes in one call).
     package static func randomBytes(count: Int) throws(CryptoError) -> [UInt8] {
-        guard count >= 0 else { throw .platformFailure(reason: "a negative number of random bytes was requested") }
+        guard (0...Int(Int32.max)).contains(count) else {
+            throw .platformFailure(reason: "\(count) random bytes were requested; 0 to \(Int32.max) can be")
+        }
         guard let bytes = platformRandomBytes(count: count), bytes.count == count else {
             throw .platformFailure(reason: "the system's secure random generator failed")
         }
