@@ -27,6 +27,9 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     public var scope: String?
     /// The token type.
     public var tokenType: String
+    /// The DPoP key the tokens are bound to, if they are: kept beside the refresh token it makes usable, and
+    /// deleted with it.
+    public var proofKey: DPoPKey?
     /// When the record was written, on the wall clock.
     public var savedAt: Date
     /// When the account last became the app's current one, so that restore brings back the account that was current
@@ -47,6 +50,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     ///   - idToken: The ID token, if it is to be stored.
     ///   - scope: The granted scope.
     ///   - tokenType: The token type.
+    ///   - proofKey: The DPoP key the tokens are bound to, if any.
     ///   - savedAt: When it was written.
     ///   - selectedAt: When the account last became the current one.
     ///   - provider: The provider the account signed in through; `nil` for the default one.
@@ -58,6 +62,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         idToken: String? = nil,
         scope: String? = nil,
         tokenType: String = "Bearer",
+        proofKey: DPoPKey? = nil,
         savedAt: Date = Date(),
         selectedAt: Date? = nil,
         provider: Provider.ID? = nil
@@ -70,6 +75,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         self.idToken = idToken
         self.scope = scope
         self.tokenType = tokenType
+        self.proofKey = proofKey
         self.savedAt = savedAt
         self.selectedAt = selectedAt
         self.provider = provider
@@ -96,6 +102,7 @@ extension CredentialRecord: CustomReflectable {
                 "idToken": Redaction.redact(idToken),
                 "scope": scope as Any,
                 "tokenType": tokenType,
+                "proofKey": proofKey as Any,
                 "savedAt": savedAt,
                 "selectedAt": selectedAt as Any,
                 "provider": provider as Any,
@@ -124,6 +131,7 @@ extension CredentialRecord {
             idToken: idToken,
             scope: scope,
             tokenType: tokenType,
+            proofKey: proofKey,
             lifetime: lifetime,
             receivedAt: clock.now,
             receivedAtWall: clock.wallNow

@@ -17,8 +17,11 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     public var idToken: String?
     /// The granted scope, space-separated, when the server said.
     public var scope: String?
-    /// The token type; SessionKit accepts only `Bearer`.
+    /// The token type: `Bearer`, or `DPoP` for tokens bound to ``proofKey`` (RFC 9449 §5).
     public var tokenType: String
+    /// The key the tokens are bound to with DPoP, when they are: every request carries a proof signed by it, and
+    /// the access token goes as `Authorization: DPoP`, never as a bearer token. `nil` for bearer tokens.
+    public var proofKey: DPoPKey?
     /// The lifetime the server granted, when it said (`expires_in`).
     public var lifetime: Duration?
     /// When the access token expires on the local monotonic clock, or `nil` when the server gave no lifetime.
@@ -35,7 +38,8 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     ///   - refreshToken: The refresh token, if any.
     ///   - idToken: The ID token, if any.
     ///   - scope: The granted scope, if known.
-    ///   - tokenType: The token type; `Bearer` by default.
+    ///   - tokenType: The token type; `Bearer` by default, `DPoP` for tokens bound to `proofKey`.
+    ///   - proofKey: The DPoP key the tokens are bound to, if any.
     ///   - lifetime: `expires_in`, if the server sent it.
     ///   - receivedAt: The monotonic instant the response arrived (``receivedAt``), from which the lifetime counts.
     ///   - receivedAtWall: The wall-clock time the response arrived (``receivedAtWall``).
@@ -45,6 +49,7 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
         idToken: String? = nil,
         scope: String? = nil,
         tokenType: String = "Bearer",
+        proofKey: DPoPKey? = nil,
         lifetime: Duration? = nil,
         receivedAt: ContinuousClock.Instant = .now,
         receivedAtWall: Date = Date()
@@ -54,6 +59,7 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
         self.idToken = idToken
         self.scope = scope
         self.tokenType = tokenType
+        self.proofKey = proofKey
         self.lifetime = lifetime
         self.expiresAt = lifetime.map { receivedAt.advanced(by: $0) }
         self.receivedAt = receivedAt
@@ -74,7 +80,7 @@ public struct TokenSet: Sendable, Equatable, CustomStringConvertible {
     /// The token types and whether a refresh token is present, with every token redacted.
     public var description: String {
         "TokenSet(access: \(Redaction.redact(accessToken)), refresh: \(Redaction.redact(refreshToken)), "
-            + "type: \(tokenType), scope: \(scope ?? "nil"), lifetime: \(lifetime.map { "\($0)" } ?? "nil"))"
+            + "type: \(tokenType)\(proofKey.map { ", key: \($0.thumbprint)" } ?? ""), scope: \(scope ?? "nil"), lifetime: \(lifetime.map { "\($0)" } ?? "nil"))"
     }
 }
 
@@ -89,6 +95,7 @@ extension TokenSet: CustomReflectable {
                 "idToken": Redaction.redact(idToken),
                 "scope": scope as Any,
                 "tokenType": tokenType,
+                "proofKey": proofKey as Any,
                 "lifetime": lifetime as Any,
                 "expiresAt": expiresAt as Any,
                 "receivedAt": receivedAt,

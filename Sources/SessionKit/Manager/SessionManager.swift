@@ -402,8 +402,8 @@ private struct PresenceGuardedEndpoint: TokenEndpoint {
         return try await inner.refresh(using: refreshToken)
     }
 
-    func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
+    func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws -> TokenSet {
         try await prompt("Confirm it is you to stay signed in")
-        return try await inner.refresh(using: refreshToken, for: account)
+        return try await inner.refresh(using: refreshToken, for: account, proofKey: proofKey)
     }
 }

@@ -75,11 +75,27 @@ package struct DevicePollingState: Sendable {
         receivedAtWall: Date,
         retryAfter: Duration? = nil
     ) -> Next {
+        handle(
+            statusCode: statusCode, body: body, receivedAt: receivedAt, receivedAtWall: receivedAtWall,
+            retryAfter: retryAfter, proofKey: nil)
+    }
+
+    /// ``handle(statusCode:body:receivedAt:receivedAtWall:retryAfter:)`` for polls that carried DPoP proofs of
+    /// `proofKey`: the tokens must come bound to it.
+    package mutating func handle(
+        statusCode: Int,
+        body: Data,
+        receivedAt: ContinuousClock.Instant,
+        receivedAtWall: Date,
+        retryAfter: Duration?,
+        proofKey: DPoPKey?
+    ) -> Next {
         guard !isFinished else { return Self.alreadyFinished }
         if statusCode == 200 {
             do {
                 let tokens = try TokenResponse.parse(
-                    data: body, statusCode: statusCode, receivedAt: receivedAt, receivedAtWall: receivedAtWall)
+                    data: body, statusCode: statusCode, receivedAt: receivedAt, receivedAtWall: receivedAtWall,
+                    proofKey: proofKey)
                 return finish(.finished(tokens))
             } catch let error as SessionError {
                 return finish(.failed(error))

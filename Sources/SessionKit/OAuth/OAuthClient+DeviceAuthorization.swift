@@ -67,6 +67,8 @@ extension OAuthClient {
         var state = DevicePollingState(authorization: authorization, receivedAt: receivedAt ?? clock.now)
         let tokenRequest = try makeTokenRequest(.deviceCode(authorization.deviceCode))
         _ = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)  // refused before the first wait
+        let key = try grantKey(for: .deviceCode(authorization.deviceCode))
+        var retriedForNonce = false
         var next = state.firstPoll
         while true {
             switch next {
@@ -79,11 +81,17 @@ extension OAuthClient {
                 try await clock.sleep(for: wait)
                 do {
                     // Made for each poll: a client assertion is single-use and short-lived (RFC 7523 §3).
-                    let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
+                    let request = try tokenURLRequest(tokenRequest, proofKey: key)
                     let answer = try await transport.send(request, to: "the token endpoint")
+                    if key != nil, !retriedForNonce, answerAsksForNonce(answer) {
+                        retriedForNonce = true
+                        next = .poll(after: .zero)  // the proof's nonce, not the grant, was refused: once more
+                        continue
+                    }
+                    retriedForNonce = false
                     next = state.handle(
                         statusCode: answer.statusCode, body: answer.body, receivedAt: answer.receivedAt,
-                        receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
+                        receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter, proofKey: key)
                 } catch let error as SessionError
                     where [.networkUnavailable, .timedOut, .malformedResponse].contains(error.code)
                 {

@@ -67,6 +67,12 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         /// The clock that stamps responses (token expiry), paces device polling and waits between revocation
         /// attempts.
         public var clock: any SessionClock
+        /// Whether the client asks for tokens bound to a DPoP key (RFC 9449): every grant that starts a sign-in (code,
+        /// device code, password) makes a fresh key and sends a proof of it, and the tokens it returns carry the key
+        /// (``TokenSet/proofKey``); a refresh of bound tokens always sends a proof of their key, whatever this says.
+        /// Off by default; ``OpenIDProvider`` turns it on when the provider's metadata lists
+        /// `dpop_signing_alg_values_supported` with ES256.
+        public var usesDPoP: Bool
         /// How revocation retries an answer of 503 or 429 and a lost connection: at most
         /// ``RetryPolicy/maximumAttempts`` attempts, waiting the policy's backoff (full jitter, `Retry-After` as a
         /// floor); a `Retry-After` longer than ``RetryPolicy/maximumDelay`` is not waited for.
@@ -86,6 +92,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         ///   - requestTimeout: The wall-clock deadline of one HTTP exchange; 30 seconds by default.
         ///   - clock: The clock; `nil` (the default) reads the system's clocks (`ContinuousClock`, `Date()`).
         ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
+        ///   - usesDPoP: Whether sign-in grants ask for DPoP-bound tokens; off by default.
         public init(
             tokenEndpoint: URL,
             revocationEndpoint: URL? = nil,
@@ -99,7 +106,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             clock: (any SessionClock)? = nil,
             revocationRetry: RetryPolicy = RetryPolicy(
                 maximumAttempts: 3, baseDelay: .milliseconds(500), maximumDelay: .seconds(5),
-                retryableStatuses: [429, 503])
+                retryableStatuses: [429, 503]),
+            usesDPoP: Bool = false
         ) {
             self.tokenEndpoint = tokenEndpoint
             self.revocationEndpoint = revocationEndpoint
@@ -112,12 +120,15 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             self.requestTimeout = requestTimeout
             self.clock = clock ?? SystemClock()
             self.revocationRetry = revocationRetry
+            self.usesDPoP = usesDPoP
         }
     }
 
     /// The configuration the client was created with.
     public let configuration: Configuration
     let transport: OAuthTransport
+    /// The last `DPoP-Nonce` each origin gave this client (RFC 9449 §8), for its next proof there.
+    let dpopNonces = Lock<[String: String]>([:])
 
     /// Creates a client and its own `URLSession`.
     ///
@@ -156,6 +167,18 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     ///   calling task is cancelled.
     public func refresh(using refreshToken: String) async throws -> TokenSet {
         try await requestTokens(.refreshToken(refreshToken, scope: nil))
+    }
+
+    /// Refreshes tokens bound to `proofKey` with a DPoP proof of it (RFC 9449 §5), or bearer tokens without.
+    ///
+    /// - Parameters:
+    ///   - refreshToken: The refresh token.
+    ///   - account: Whose it is (an OAuth client reads nothing about the user).
+    ///   - proofKey: The key the tokens are bound to, if any.
+    /// - Returns: The new tokens, bound to the same key.
+    /// - Throws: As ``refresh(using:)``.
+    public func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws -> TokenSet {
+        try await requestTokens(.refreshToken(refreshToken, scope: nil), proofKey: proofKey)
     }
 
     /// Exchanges the authorization code a callback answering `request` carried for tokens, proving possession of
@@ -254,18 +277,56 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Parameter grant: The grant.
     /// - Returns: The tokens, their expiry measured from the arrival of the response.
     /// - Throws: The classified error.
-    func requestTokens(_ grant: TokenRequest.Grant) async throws -> TokenSet {
+    func requestTokens(_ grant: TokenRequest.Grant, proofKey: DPoPKey? = nil) async throws -> TokenSet {
         let tokenRequest = try makeTokenRequest(grant)
-        let request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
-        let answer = try await transport.send(request, to: "the token endpoint")
-        do {
-            return try TokenResponse.parse(
-                data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
-                receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter)
-        } catch let error as SessionError {
-            // A server's error_description may quote what it was sent: the refresh token, the code, the secret.
-            throw error.redacting(tokenRequest.secrets)
+        let key = try proofKey ?? grantKey(for: grant)
+        var askedForNonce = false
+        while true {
+            let request = try tokenURLRequest(tokenRequest, proofKey: key)
+            let answer = try await transport.send(request, to: "the token endpoint")
+            if key != nil, !askedForNonce, answerAsksForNonce(answer) {
+                // RFC 9449 §8: the proof was refused for its nonce, not the request: once more, with the nonce.
+                askedForNonce = true
+                continue
+            }
+            do {
+                return try TokenResponse.parse(
+                    data: answer.body, statusCode: answer.statusCode, receivedAt: answer.receivedAt,
+                    receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter, proofKey: key)
+            } catch let error as SessionError {
+                // A server's error_description may quote what it was sent: the refresh token, the code, the secret.
+                throw error.redacting(tokenRequest.secrets)
+            }
         }
+    }
+
+    /// A fresh DPoP key for a grant that starts a sign-in, when the client asks for bound tokens.
+    func grantKey(for grant: TokenRequest.Grant) throws -> DPoPKey? {
+        guard configuration.usesDPoP else { return nil }
+        if case .refreshToken = grant { return nil }
+        return try DPoPKey.generate()
+    }
+
+    /// The token endpoint request for `tokenRequest`, with a DPoP proof of `proofKey` when given.
+    func tokenURLRequest(_ tokenRequest: TokenRequest, proofKey: DPoPKey?) throws -> URLRequest {
+        var request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
+        if let proofKey {
+            let origin = Origin(configuration.tokenEndpoint)?.description ?? ""
+            let proof = try DPoPProof.make(
+                key: proofKey, method: "POST", url: configuration.tokenEndpoint, accessToken: nil,
+                nonce: dpopNonces.withLock { $0[origin] }, now: configuration.clock.wallNow)
+            request.setValue(proof, forHTTPHeaderField: "DPoP")
+        }
+        return request
+    }
+
+    /// Keeps the answer's `DPoP-Nonce` for its origin, and says whether the answer refused a proof for its nonce
+    /// (`use_dpop_nonce`, RFC 9449 §8) and gave a new one.
+    func answerAsksForNonce(_ answer: OAuthTransport.Answer) -> Bool {
+        guard let nonce = answer.dpopNonce, !nonce.isEmpty else { return false }
+        let origin = Origin(configuration.tokenEndpoint)?.description ?? ""
+        dpopNonces.withLock { $0[origin] = nonce }
+        return answer.statusCode == 400 && OAuthErrorResponse.parse(answer.body)?.error == "use_dpop_nonce"
     }
 
     /// The token request for `grant`, authenticated as configured and carrying the configured resources and

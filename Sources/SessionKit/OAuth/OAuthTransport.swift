@@ -23,6 +23,8 @@ final class OAuthTransport: Sendable {
         var serverDate: Date? = nil
         /// The `Location` header, for a redirect the client does not follow.
         var location: String? = nil
+        /// The `DPoP-Nonce` header (RFC 9449 §8), for the next proof to this server.
+        var dpopNonce: String? = nil
     }
 
     /// The client's own session, invalidated with the transport.
@@ -113,7 +115,8 @@ final class OAuthTransport: Sendable {
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,
             receivedAtWall: outcome.3, serverDate: serverDate,
-            location: response.value(forHTTPHeaderField: "Location"))
+            location: response.value(forHTTPHeaderField: "Location"),
+            dpopNonce: response.value(forHTTPHeaderField: "DPoP-Nonce"))
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {

@@ -11,8 +11,10 @@ import Foundation
 /// - `access_token` must be a non-empty string of visible ASCII (`!` to `~`). RFC 6750 §2.1 allows fewer
 ///   characters; SessionKit accepts any visible ASCII because some servers issue such tokens, but refuses
 ///   spaces, control characters and non-ASCII, which could split or corrupt the `Authorization` header.
-/// - `token_type` is required (RFC 6749 §5.1) and must be `Bearer` in any letter case; it is stored as `Bearer`.
-///   Another type (`DPoP`, `MAC`) is refused: SessionKit sends only bearer tokens.
+/// - `token_type` is required (RFC 6749 §5.1) and must be `Bearer` in any letter case, stored as `Bearer`; or, when
+///   the request carried a DPoP proof, `DPoP` (RFC 9449 §5), stored as `DPoP` and bound to the proof's key. A
+///   `Bearer` answer to a DPoP request is refused: the client asked for bound tokens and would otherwise send a
+///   token it meant to bind as a bearer token. Another type (`MAC`) is refused.
 /// - `expires_in`: absent or `null` means an unknown lifetime (`nil`: the token is used until a 401). A whole
 ///   number of seconds, as a JSON number or as a string of digits (`"3600"`, which Azure AD and others send).
 ///   `0` is read as an unknown lifetime too: servers that send it mean "not stated", and treating the token as
@@ -42,7 +44,8 @@ package enum TokenResponse {
         statusCode: Int,
         receivedAt: ContinuousClock.Instant,
         receivedAtWall: Date,
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil,
+        proofKey: DPoPKey? = nil
     ) throws -> TokenSet {
         guard statusCode == 200 else {
             if (200..<300).contains(statusCode) {
@@ -55,7 +58,8 @@ package enum TokenResponse {
         let members = try JSONParser.object(
             from: data, code: .malformedTokenResponse, context: "the token response", statusCode: statusCode)
         return try parse(
-            members: members, statusCode: statusCode, receivedAt: receivedAt, receivedAtWall: receivedAtWall)
+            members: members, statusCode: statusCode, receivedAt: receivedAt, receivedAtWall: receivedAtWall,
+            proofKey: proofKey)
     }
 
     /// The token set in an already parsed token response object.
@@ -71,7 +75,8 @@ package enum TokenResponse {
         members: [String: JSONValue],
         statusCode: Int?,
         receivedAt: ContinuousClock.Instant,
-        receivedAtWall: Date
+        receivedAtWall: Date,
+        proofKey: DPoPKey? = nil
     ) throws(SessionError) -> TokenSet {
         let reader = JSONObjectReader(
             members: members, code: .malformedTokenResponse, context: "the token response", statusCode: statusCode)
@@ -84,7 +89,10 @@ package enum TokenResponse {
         guard let tokenType = try reader.string("token_type") else {
             throw reader.error("\"token_type\" is missing (RFC 6749 §5.1)")
         }
-        guard tokenType.lowercased() == "bearer" else {
+        if proofKey != nil, tokenType.lowercased() == "bearer" {
+            throw reader.error("token type Bearer answers a DPoP request: the server did not bind the tokens (RFC 9449 §5)")
+        }
+        guard tokenType.lowercased() == "bearer" || (proofKey != nil && tokenType.lowercased() == "dpop") else {
             // Only a registered type is named: a token response is credential material, and a server that puts a
             // token in the wrong field must not have it copied into an error message (a fuzz input found exactly
             // that).
@@ -127,7 +135,8 @@ package enum TokenResponse {
             refreshToken: refreshToken,
             idToken: idToken,
             scope: scope,
-            tokenType: "Bearer",
+            tokenType: proofKey == nil ? "Bearer" : "DPoP",
+            proofKey: proofKey,
             lifetime: lifetime,
             receivedAt: receivedAt,
             receivedAtWall: receivedAtWall

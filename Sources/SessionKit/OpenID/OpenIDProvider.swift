@@ -446,7 +446,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     /// Refreshes, validating the ID token of the answer if it has one.
     ///
     /// Without the account this cannot check that a refreshed ID token names the same user: a session calls
-    /// ``refresh(using:for:)``, which does.
+    /// ``refresh(using:for:proofKey:)``, which does.
     ///
     /// - Parameter refreshToken: The refresh token.
     /// - Returns: The new tokens.
@@ -459,17 +459,18 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         return tokens
     }
 
-    /// Refreshes `account`'s tokens; a refreshed ID token must be valid and name the same issuer and subject, and
-    /// this client (OpenID Connect Core §12.2).
+    /// Refreshes `account`'s tokens (with a DPoP proof of `proofKey` when they are bound to it); a refreshed ID
+    /// token must be valid and name the same issuer and subject, and this client (OpenID Connect Core §12.2).
     ///
     /// - Parameters:
     ///   - refreshToken: The refresh token.
     ///   - account: Whose it is.
+    ///   - proofKey: The DPoP key the tokens are bound to, if any.
     /// - Returns: The new tokens.
     /// - Throws: As ``OAuthClient/refresh(using:)``, and `idTokenRejected`: with check
     ///   ``IDTokenCheck/sameAccount`` for a token about someone else. A session ends as its grant was rejected.
-    public func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
-        let tokens = try await client().refresh(using: refreshToken)
+    public func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws -> TokenSet {
+        let tokens = try await client().refresh(using: refreshToken, for: account, proofKey: proofKey)
         if let idToken = tokens.idToken {
             let claims = try await validate(idToken: idToken, nonce: nil, accessToken: tokens.accessToken)
             guard claims.issuer == account.issuer, claims.subject == account.subject else {

@@ -13,24 +13,31 @@ public protocol TokenEndpoint: Sendable {
     ///   `networkUnavailable`, `timedOut`, `malformedTokenResponse`, `authorizationFailed`.
     func refresh(using refreshToken: String) async throws -> TokenSet
 
-    /// Sends a `refresh_token` grant for `account` and returns the new tokens.
+    /// Sends a `refresh_token` grant for `account`, with a DPoP proof of `proofKey` when its tokens are bound to
+    /// one, and returns the new tokens.
     ///
-    /// What a session calls: an endpoint that validates what the answer says about the user (``OpenIDProvider``
-    /// checks a refreshed ID token names the same issuer, subject and audience, OpenID Connect Core §12.2) needs to
-    /// know whose token it refreshes. The default calls ``refresh(using:)``.
+    /// What a session calls. An endpoint that validates what the answer says about the user (``OpenIDProvider``
+    /// checks that a refreshed ID token names the same issuer and subject, OpenID Connect Core §12.2) needs to know
+    /// whose token it refreshes; one that binds tokens (RFC 9449 §5) needs the key. The default calls
+    /// ``refresh(using:)``, which sends no proof: a server refuses a bound refresh token that way, so an endpoint
+    /// for DPoP-bound tokens implements this.
     ///
     /// - Parameters:
     ///   - refreshToken: The refresh token to present.
     ///   - account: The account the token belongs to.
+    ///   - proofKey: The DPoP key the tokens are bound to, if any.
     /// - Returns: The new token set.
     /// - Throws: As ``refresh(using:)``, and `idTokenRejected` for an answer about someone else; that ends the
     ///   account's session as a rejected grant does.
-    func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet
+    func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws -> TokenSet
 }
 
 extension TokenEndpoint {
-    /// Calls ``refresh(using:)``: an endpoint that reads nothing about the user need not know whose token it is.
-    public func refresh(using refreshToken: String, for account: Account) async throws -> TokenSet {
+    /// Calls ``refresh(using:)``: an endpoint that reads nothing about the user and binds nothing need not know
+    /// whose token it is.
+    public func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws
+        -> TokenSet
+    {
         try await refresh(using: refreshToken)
     }
 }

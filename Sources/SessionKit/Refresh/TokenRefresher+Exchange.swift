@@ -69,7 +69,8 @@ extension TokenRefresher {
                 return .failure(.endedDuringRefresh)
             }
             do {
-                let tokens = try await endpoint.refresh(using: refreshToken, for: session.account)
+                let tokens = try await endpoint.refresh(
+                    using: refreshToken, for: session.account, proofKey: session.tokens?.proofKey)
                 // Commit in one step that first checks the session is still active; then wait for the store
                 // write, so no waiter resumes before the rotated refresh token is durable.
                 switch session.commitRefreshed(tokens) {

@@ -63,7 +63,9 @@ extension UserSession {
     /// The token is refreshed first when it is about to expire (the same rule as ``data(for:)``'s, single flight).
     ///
     /// - Parameter request: The request; an `Authorization` header in it is replaced.
-    /// - Returns: The request with `Authorization: Bearer <token>`.
+    /// - Returns: The request with `Authorization: Bearer <token>`; for DPoP-bound tokens `Authorization: DPoP
+    ///   <token>` and a `DPoP` proof made now for this request's method and URL (send it once, soon: a server
+    ///   refuses a proof it has seen or one that is old).
     /// - Throws: ``SessionError/Code/sessionEnded`` after ``end()``, and refresh errors.
     /// - Important: The request is yours: nothing cancels it when the session ends, a 401 is yours to handle, and
     ///   the token in it cannot be recalled (see ``withAccessToken(minimumValidity:_:)``). Prefer the session's own
@@ -81,7 +83,7 @@ extension UserSession {
         if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
         let token = try await freshAccessToken(minimumValidity: .zero)
         var authorized = request
-        authorized.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        try applyCredential(to: &authorized, token: token, proofKey: tokens?.proofKey)
         return authorized
     }
 

@@ -41,6 +41,8 @@ extension UserSession {
         var replayable = RetryPolicy.isReplayable(request)
         var attemptNumber = 1
         var recoveredFromUnauthorized = false
+        // Whether a proof refused for its nonce was sent again (RFC 9449 §9: once, whatever the method).
+        var resentWithNonce = false
         // Whether the request still carries the session's credentials: until a redirect leaves its origin, and
         // never again after (a later hop's address came from the other origin).
         var carriesCredentials = true
@@ -58,8 +60,13 @@ extension UserSession {
                     throw SessionError.ended
                 }
                 token = credential.token
-                // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
-                request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
+                if credential.proofKey == nil {
+                    // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
+                    request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
+                } else {
+                    // A proof for this attempt's method and URL, made now: a proof is single-use (RFC 9449 §11.1).
+                    try applyCredential(to: &request, token: credential.token, proofKey: credential.proofKey)
+                }
             } else if !isActive {
                 throw SessionError.ended
             }
@@ -119,6 +126,12 @@ extension UserSession {
                 continue
             }
 
+            if token != nil, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
+                // The proof was refused for its nonce, not the request: nothing ran, so any method is sent again.
+                discard(value)
+                resentWithNonce = true
+                continue
+            }
             switch response.statusCode {
             case 401:
                 // A 401 from an origin the token never reached is that origin's answer: nothing to refresh.

@@ -38,10 +38,16 @@ extension UserSession {
         try Task.checkCancellation()
         if let refresher { try await refresher.refreshIfExpiring(self) }
         let handle = RequestHandle()
+        let proofKey = tokens?.proofKey
+        if proofKey != nil, request.url.flatMap(DPoPProof.targetURI(of:)) == nil {
+            throw SessionError(.invalidInput, "a DPoP proof needs an absolute URL with a host")
+        }
         let created = try startTransfer(handle: handle, events: TransferEvents { _ in }) { urlSession, token in
             // The token is read where the task is made, under the lock that `end()` takes to forget it.
             var outgoing = request
-            outgoing.setValue(token.map { "Bearer \($0)" }, forHTTPHeaderField: "Authorization")
+            outgoing.setValue(nil, forHTTPHeaderField: "Authorization")
+            // Cannot fail: the URL was checked above, and signing with a valid key does not.
+            if let token { try? applyCredential(to: &outgoing, token: token, proofKey: proofKey) }
             return urlSession.webSocketTask(with: outgoing)
         }
         guard let task = created.task as? URLSessionWebSocketTask else {

@@ -95,6 +95,7 @@ extension UserSession {
         _ request: URLRequest, carriesCredentials: Bool
     ) async throws -> (Data, HTTPURLResponse) {
         // Not cancelled by the caller nor by `end()`: a handed-off write runs to its end on a session of its own.
+        let proofKey = lifetime.withLock { $0.credential?.proofKey }
         let (data, response): (Data, URLResponse) = try await TaskBridge.run(
             cancellingThrough: nil, notStarted: SessionError.ended
         ) { answer in
@@ -109,7 +110,7 @@ extension UserSession {
                 }
                 guard let (session, token) = handoff else { throw SessionError.ended }
                 var outgoing = request
-                if carriesCredentials { outgoing.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+                if carriesCredentials { try applyCredential(to: &outgoing, token: token, proofKey: proofKey) }
                 // Created here, under the lock `end()` takes before it invalidates the hand-off session (which
                 // then waits for this task); started by the bridge after the lock is released.
                 return session.dataTask(with: outgoing) { data, response, error in

@@ -68,7 +68,7 @@ extension UserSession {
         mutating func hold(_ tokens: TokenSet?, refreshedBy refresher: TokenRefresher?) {
             self.tokens = tokens
             expiringFrom = tokens.flatMap { refresher?.expiringFrom($0) }
-            credential = tokens.map { Credential(token: $0.accessToken, authorization: "Bearer \($0.accessToken)") }
+            credential = tokens.map(Credential.init(tokens:))
         }
 
         /// Whether the access token counts as expiring at `now`, and is refreshed before it is sent.
@@ -91,6 +91,10 @@ extension UserSession {
             // A refresh answer may carry no ID token (OpenID Connect Core §12.2): the sign-in's stays the hint that
             // the provider's sign-out names the user by.
             if merged.idToken == nil { merged.idToken = tokens?.idToken }
+            // A refresh of bound tokens is made with the session's key; the answer is bound to it too.
+            if merged.proofKey == nil, merged.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame {
+                merged.proofKey = tokens?.proofKey
+            }
             hold(merged, refreshedBy: refresher)
             return (merged, !credentialWritesSealed)
         }
@@ -281,5 +285,13 @@ extension UserSession {
     struct Credential {
         let token: String
         let authorization: String
+        /// The DPoP key every request with the token carries a proof of, if the token is bound.
+        let proofKey: DPoPKey?
+
+        init(tokens: TokenSet) {
+            token = tokens.accessToken
+            proofKey = tokens.proofKey
+            authorization = (tokens.proofKey == nil ? "Bearer " : "DPoP ") + tokens.accessToken
+        }
     }
 }

@@ -143,6 +143,7 @@ extension UserSession {
             idToken: storesAccessToken || configuration.storesIDToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
+            proofKey: tokens.proofKey,
             savedAt: configuration.clock.wallNow,
             selectedAt: selectedAt,
             provider: provider

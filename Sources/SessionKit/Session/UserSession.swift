@@ -57,6 +57,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// requests create their tasks at once, each waiting only for that queue, as a bare URLSession's callers do; with
     /// a mutex each would wait for every creation before its own too (BENCHMARKS.md, `request.ratio.concurrent8`).
     let creation = SharedLock(true)
+    /// The last `DPoP-Nonce` each origin gave this session (RFC 9449 §9), for its next proof there; the session's
+    /// own, like its key.
+    let dpopNonces = Lock<[Origin: String]>([:])
 
     /// Creates an active session for `account` holding `tokens`.
     ///

@@ -222,12 +222,12 @@ import Testing
             let provider = mock.provider()
             let alice = Account(issuer: mock.issuer, subject: "alice")
             // The same account: accepted.
-            let tokens = try await provider.refresh(using: "rt-0", for: alice)
+            let tokens = try await provider.refresh(using: "rt-0", for: alice, proofKey: nil)
             #expect(tokens.idToken != nil)
 
             mock.subject.withLock { $0 = "mallory" }
             let error = await #expect(throws: SessionError.self) {
-                _ = try await provider.refresh(using: "rt-1", for: alice)
+                _ = try await provider.refresh(using: "rt-1", for: alice, proofKey: nil)
             }
             #expect(error?.code == .idTokenRejected)
             #expect(error?.idTokenCheck == .sameAccount)

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Makes DPoP proofs (RFC 9449 §4.2): a JWT of type `dpop+jwt`, signed ES256 with the session's key, whose header
+/// carries the public key and whose claims bind it to one request.
+package enum DPoPProof {
+    /// A proof for a request of `method` to `url`.
+    ///
+    /// - Parameters:
+    ///   - key: The session's key.
+    ///   - method: The HTTP method, as sent (`htm`).
+    ///   - url: The request's URL; `htu` is it without query and fragment (§4.2).
+    ///   - accessToken: The access token the request carries, for `ath` (§4.2, resource requests); `nil` for a
+    ///     token request.
+    ///   - nonce: The server's last `DPoP-Nonce` for the URL's origin, if any (§8, §9).
+    ///   - now: The wall-clock time of `iat`.
+    /// - Returns: The compact JWS.
+    /// - Throws: `SessionError(.invalidInput)` for a URL without scheme or host, or a signing failure.
+    package static func make(
+        key: DPoPKey, method: String, url: URL, accessToken: String?, nonce: String?, now: Date
+    ) throws -> String {
+        guard let htu = targetURI(of: url) else {
+            throw SessionError(.invalidInput, "a DPoP proof needs an absolute http(s) URL")
+        }
+        let header: [String: JSONValue] = [
+            "typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(key.signingKey.publicJWK),
+        ]
+        var claims: [String: JSONValue] = [
+            "jti": .string(Base64URL.encode(PlatformCrypto.requiredRandomBytes(count: 16))),
+            "htm": .string(method), "htu": .string(htu), "iat": .number(now.timeIntervalSince1970.rounded(.down)),
+        ]
+        if let accessToken { claims["ath"] = .string(Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)))) }
+        if let nonce { claims["nonce"] = .string(nonce) }
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
+            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
+        do {
+            return input + "." + Base64URL.encode(try key.signingKey.sign(Array(input.utf8)))
+        } catch {
+            throw SessionError(.invalidInput, "the DPoP proof could not be signed: \(error)")
+        }
+    }
+
+    /// `url` without query and fragment, the form `htu` takes (RFC 9449 §4.2, §4.3 item 9).
+    package static func targetURI(of url: URL) -> String? {
+        // A WebSocket's handshake is an HTTP GET of the same resource (RFC 6455 §3): its proof names that URL.
+        let schemes = ["http": "http", "https": "https", "ws": "http", "wss": "https"]
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            let scheme = components.scheme.flatMap({ schemes[$0.lowercased()] }), components.host != nil
+        else { return nil }
+        components.query = nil
+        components.fragment = nil
+        components.scheme = scheme
+        if components.path.isEmpty { components.path = "/" }
+        return components.url?.absoluteString
+    }
+
+    /// Whether a `WWW-Authenticate` value is a DPoP challenge with `error="use_dpop_nonce"` (RFC 9449 §9).
+    package static func asksForNonce(_ challenge: String?) -> Bool {
+        guard let challenge else { return false }
+        return AuthenticationChallengeParser.challenges(in: challenge).contains { parsed in
+            parsed.scheme.lowercased() == "dpop" && parsed.parameters["error"] == "use_dpop_nonce"
+        }
+    }
+}

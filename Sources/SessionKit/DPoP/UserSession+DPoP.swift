@@ -1,0 +1,42 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension UserSession {
+    /// Sets the credential on `request`: `Authorization: Bearer <token>`, or for tokens bound to a DPoP key
+    /// `Authorization: DPoP <token>` and a fresh proof for this request's method and URL, with `ath` and the
+    /// origin's last nonce (RFC 9449 §7). A bound token is never sent as a bearer token.
+    ///
+    /// - Parameters:
+    ///   - request: The request, as it is about to be sent.
+    ///   - token: The access token.
+    ///   - proofKey: The session's DPoP key, when the token is bound to it.
+    /// - Throws: `SessionError(.invalidInput)` when no proof can be made for the request's URL.
+    func applyCredential(to request: inout URLRequest, token: String, proofKey: DPoPKey?) throws {
+        guard let proofKey else {
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue(nil, forHTTPHeaderField: "DPoP")
+            return
+        }
+        guard let url = request.url else { throw SessionError(.invalidInput, "the request has no URL") }
+        let nonce = Origin(url).flatMap { origin in dpopNonces.withLock { $0[origin] } }
+        let proof = try DPoPProof.make(
+            key: proofKey, method: HTTPMethod.of(request), url: url, accessToken: token, nonce: nonce,
+            now: configuration.clock.wallNow)
+        request.setValue("DPoP \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue(proof, forHTTPHeaderField: "DPoP")
+    }
+
+    /// Keeps a response's `DPoP-Nonce` for its origin (RFC 9449 §9), and says whether the response refused the
+    /// proof for its nonce (`401` with `WWW-Authenticate: DPoP error="use_dpop_nonce"`) and gave a new one.
+    func noteDPoPNonce(of response: HTTPURLResponse, for url: URL?) -> Bool {
+        guard let nonce = response.value(forHTTPHeaderField: "DPoP-Nonce"), !nonce.isEmpty,
+            let origin = url.flatMap(Origin.init)
+        else { return false }
+        dpopNonces.withLock { $0[origin] = nonce }
+        return response.statusCode == 401
+            && DPoPProof.asksForNonce(response.value(forHTTPHeaderField: "WWW-Authenticate"))
+    }
+}
