@@ -185,13 +185,16 @@ def verify_proof(raw, method, htu, token, nonce_required):
         jwk_json = header.get("jwk")
         if not isinstance(jwk_json, dict):
             raise Refused("jwk", "no jwk in the proof header")
+        if jwk_json.get("kty") not in ("EC", "RSA", "OKP"):
+            raise Refused("jwk", "the jwk is not an EC, RSA or OKP key")
         if PRIVATE_MEMBERS & set(jwk_json):
             raise Refused("jwk", "the jwk carries private key members")
         try:
             key = JWK(**jwk_json)
+            public = key.has_public and not key.has_private and not key.is_symmetric
         except Exception:
             raise Refused("jwk", "the jwk cannot be imported") from None
-        if key.is_symmetric or key.has_private or not key.has_public:
+        if not public:
             raise Refused("jwk", "the jwk is not a public key")
         kty, crv = key.get("kty"), key.get("crv")
         if alg in EC_CURVES:
@@ -246,6 +249,11 @@ def verify_proof(raw, method, htu, token, nonce_required):
     except Refused as refused:
         refused.jkt = jkt
         raise
+    except Exception as error:  # never let an unforeseen input through: it is refused, and said on stderr
+        sys.stderr.write(f"dpop_server: unexpected error checking a proof: {error!r}\n")
+        refused = Refused("malformed", "the proof could not be checked")
+        refused.jkt = jkt
+        raise refused from None
 
 
 class Handler(BaseHTTPRequestHandler):
