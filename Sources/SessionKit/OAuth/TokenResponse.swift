@@ -90,7 +90,8 @@ package enum TokenResponse {
             throw reader.error("\"token_type\" is missing (RFC 6749 §5.1)")
         }
         if proofKey != nil, tokenType.lowercased() == "bearer" {
-            throw reader.error("token type Bearer answers a DPoP request: the server did not bind the tokens (RFC 9449 §5)")
+            throw reader.error(
+                "token type Bearer answers a DPoP request: the server did not bind the tokens (RFC 9449 §5)")
         }
         guard tokenType.lowercased() == "bearer" || (proofKey != nil && tokenType.lowercased() == "dpop") else {
             // Only a registered type is named: a token response is credential material, and a server that puts a

@@ -151,6 +151,7 @@ extension SessionManager {
         }
         let purged = await purge.value
         report.credentialDeletion = purged.credentialDeletion
+        if tokens?.proofKey != nil { report.proofKeyDestruction = purged.credentialDeletion }
         report.directoryRemoval = purged.directoryRemoval
         report.resourcePurges = purged.resourcePurges
 

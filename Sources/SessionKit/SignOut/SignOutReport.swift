@@ -52,6 +52,11 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
     public internal(set) var purgeIntent = StepOutcome.notRequested
     /// Deleting the account's credential record from the store, behind every write the session had admitted.
     public internal(set) var credentialDeletion = StepOutcome.notRequested
+    /// Destroying the DPoP key the session's tokens were bound to (RFC 9449): it lived in the account's credential
+    /// record and in the session's memory, so this is the record's deletion for a session that had a key, and
+    /// ``StepOutcome/notRequested`` for bearer tokens. Once it succeeded, a refresh token that a failed revocation
+    /// left valid is refused by the server whoever presents it: no proof of its key can be made any more.
+    public internal(set) var proofKeyDestruction = StepOutcome.notRequested
     /// Removing the account's directory (its files, downloads and outbox); ``StepOutcome/notRequested`` when the
     /// manager has no ``SessionManager/Configuration/dataDirectory``.
     public internal(set) var directoryRemoval = StepOutcome.notRequested
@@ -79,7 +84,8 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
             abandoned \(writesAbandoned), handed off \(writesHandedOff), discarded \(writesDiscarded); \
             refresh-token revocation \(refreshTokenRevocation), access-token revocation \(accessTokenRevocation), \
             server session \(serverSession), provider logout \(providerLogout); \
-            purge intent \(purgeIntent), credentials \(credentialDeletion), directory \(directoryRemoval)\
+            purge intent \(purgeIntent), credentials \(credentialDeletion), DPoP key \(proofKeyDestruction), \
+            directory \(directoryRemoval)\
             \(resources.isEmpty ? "" : ", " + resources.joined(separator: ", "))
             """
     }
