@@ -272,9 +272,13 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             additionalParameters: additionalParameters)
     }
 
-    /// Sends one token request and reads the answer.
+    /// Sends one token request and reads the answer; with a DPoP key, a proof of it, sent once more with the server's
+    /// nonce when the server asks for one (RFC 9449 §8).
     ///
-    /// - Parameter grant: The grant.
+    /// - Parameters:
+    ///   - grant: The grant.
+    ///   - proofKey: The key of tokens being refreshed; `nil` makes a fresh one for a sign-in grant when the client
+    ///     uses DPoP.
     /// - Returns: The tokens, their expiry measured from the arrival of the response.
     /// - Throws: The classified error.
     func requestTokens(_ grant: TokenRequest.Grant, proofKey: DPoPKey? = nil) async throws -> TokenSet {

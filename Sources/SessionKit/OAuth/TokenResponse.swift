@@ -36,6 +36,7 @@ package enum TokenResponse {
     ///   - receivedAt: The monotonic instant the response arrived: expiry is measured from here.
     ///   - receivedAtWall: The wall-clock time the response arrived.
     ///   - retryAfter: The response's parsed `Retry-After`, used when the status is a failure.
+    ///   - proofKey: The DPoP key the request sent a proof of, if any: the tokens must come bound to it.
     /// - Returns: The token set.
     /// - Throws: `SessionError(.malformedTokenResponse)` for a 200 that breaks the rules above; the classified
     ///   error for a failure status.
@@ -69,6 +70,7 @@ package enum TokenResponse {
     ///   - statusCode: The HTTP status, for errors.
     ///   - receivedAt: The monotonic instant the response arrived.
     ///   - receivedAtWall: The wall-clock time the response arrived.
+    ///   - proofKey: The DPoP key the request sent a proof of, if any.
     /// - Returns: The token set.
     /// - Throws: `SessionError(.malformedTokenResponse)`.
     static func parse(
