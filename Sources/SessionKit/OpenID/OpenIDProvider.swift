@@ -40,6 +40,9 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         /// The device authorization endpoint, for a provider whose discovery document does not name one; `nil`
         /// takes the document's `device_authorization_endpoint`.
         public var deviceAuthorizationEndpoint: URL?
+        /// Whether sign-ins ask for DPoP-bound tokens (RFC 9449, ``OAuthClient/Configuration/usesDPoP``): `nil`
+        /// (the default) when the provider's metadata lists ES256 in `dpop_signing_alg_values_supported`.
+        public var usesDPoP: Bool?
         /// RFC 8707 resource indicators for the client's requests (``OAuthClient/Configuration/resources``).
         public var resources: [URL]
         /// The `audience` parameter (``OAuthClient/Configuration/audience``).
@@ -63,6 +66,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         ///   - clientAuthentication: How the client authenticates; none by default.
         ///   - validation: ID token rules; RS256 and a one-minute leeway by default.
         ///   - deviceAuthorizationEndpoint: The device authorization endpoint, where discovery names none.
+        ///   - usesDPoP: Whether to ask for DPoP-bound tokens; `nil` follows the provider's metadata.
         ///   - resources: Resource indicators; none by default.
         ///   - audience: The `audience` parameter; none by default.
         ///   - metadataLifetime: How long discovery is cached; one hour by default.
@@ -77,6 +81,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             clientAuthentication: ClientAuthentication = .none,
             validation: IDTokenValidation = IDTokenValidation(),
             deviceAuthorizationEndpoint: URL? = nil,
+            usesDPoP: Bool? = nil,
             resources: [URL] = [],
             audience: String? = nil,
             metadataLifetime: Duration = .seconds(3600),
@@ -90,6 +95,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             self.clientAuthentication = clientAuthentication
             self.validation = validation
             self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+            self.usesDPoP = usesDPoP
             self.resources = resources
             self.audience = audience
             self.metadataLifetime = metadataLifetime
@@ -230,7 +236,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
                 resources: configuration.resources,
                 audience: configuration.audience,
                 requestTimeout: configuration.requestTimeout,
-                clock: configuration.clock),
+                clock: configuration.clock,
+                usesDPoP: configuration.usesDPoP ?? metadata.dpopSigningAlgorithms.contains("ES256")),
             serverClock: serverClock)
         return Discovered(metadata: metadata, client: client, fetchedAt: configuration.clock.now)
     }
