@@ -18,8 +18,11 @@ final class MockAuthorizationCore: Sendable {
     let issuer: String
     let tokenCacheControl: String
     let baseURL: URL
+    /// The OpenID Connect provider's keys and documents, when ``MockAuthorizationServer/Configuration/openID`` is on.
+    let openID: MockOpenIDIssuer?
 
-    init(configuration: MockAuthorizationServer.Configuration, baseURL: URL) {
+    /// - Throws: `CryptoError` when the OpenID provider's keys cannot be generated.
+    init(configuration: MockAuthorizationServer.Configuration, baseURL: URL) throws {
         state = Lock(MockAuthorizationState(settings: configuration))
         clock = configuration.clock
         clientID = configuration.clientID
@@ -27,6 +30,7 @@ final class MockAuthorizationCore: Sendable {
         self.baseURL = baseURL
         let text = baseURL.absoluteString
         issuer = text.hasSuffix("/") ? String(text.dropLast()) : text
+        openID = configuration.openID ? try MockOpenIDIssuer(issuer: issuer, clientID: configuration.clientID) : nil
     }
 
     private func url(_ path: String) -> URL {
@@ -40,8 +44,8 @@ final class MockAuthorizationCore: Sendable {
             return await serve(.token, request) { [self] in
                 guard request.method == "POST" else { return .status(405) }
                 guard let form else { return tokenResponse(.error("invalid_request", "the body is not a valid form")) }
-                let now = clock.now
-                return tokenResponse(state.withLock { $0.token(form, now: now) })
+                let (now, wallNow) = (clock.now, clock.wallNow)
+                return tokenResponse(state.withLock { $0.token(form, now: now, wallNow: wallNow) }, wallNow: wallNow)
             }
         }
         server.route("/revoke") { [self] request in
@@ -73,8 +77,9 @@ final class MockAuthorizationCore: Sendable {
                 guard let query = MockAuthorizationState.decodeForm(request.query ?? "") else {
                     return .text("the query is not validly encoded", status: 400)
                 }
-                let now = clock.now
-                guard let answer = state.withLock({ $0.authorize(query, now: now, issuer: issuer) }) else {
+                let (now, wallNow) = (clock.now, clock.wallNow)
+                guard let answer = state.withLock({ $0.authorize(query, now: now, wallNow: wallNow, issuer: issuer) })
+                else {
                     return .text("Sign in to continue.", headers: [("Cache-Control", "no-store")])
                 }
                 var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
@@ -88,6 +93,58 @@ final class MockAuthorizationCore: Sendable {
                 .json(#"{"user":"\#(user)"}"#, headers: [("Cache-Control", "no-store")])
             }
         }
+        if let openID { installOpenID(openID, on: server) }
+    }
+
+    /// The OpenID Connect provider's routes: discovery, keys, UserInfo and end-session.
+    private func installOpenID(_ openID: MockOpenIDIssuer, on server: LocalServer) {
+        server.route("/.well-known/openid-configuration") { [self] request in
+            await serve(.openIDConfiguration, request) {
+                guard request.method == "GET" || request.method == "HEAD" else { return .status(405) }
+                return .json(openID.discoveryJSON)
+            }
+        }
+        server.route("/jwks") { [self] request in
+            await serve(.keySet, request) {
+                guard request.method == "GET" || request.method == "HEAD" else { return .status(405) }
+                return LocalServer.Response(
+                    headers: [("Content-Type", "application/jwk-set+json")], body: Data(openID.keySetJSON.utf8))
+            }
+        }
+        server.route("/userinfo") { [self] request in
+            // OpenID Connect Core §5.3.2: at least `sub`.
+            await serveProtected(request) { _, user in
+                .json(#"{"name":"\#(user)","sub":"\#(user)"}"#, headers: [("Cache-Control", "no-store")])
+            }
+        }
+        server.route("/logout") { [self] request in
+            state.withLock { $0.endSessionRequests += 1 }
+            return await serve(.endSession, request) { [self] in
+                // RP-Initiated Logout 1.0 §2: GET with a query, or POST with a form.
+                let parameters: [String: String]?
+                switch request.method {
+                case "GET": parameters = MockAuthorizationState.decodeForm(request.query ?? "")
+                case "POST": parameters = MockAuthorizationState.decodeForm(request.bodyText)
+                default: return .status(405)
+                }
+                guard let parameters else { return .text("the parameters are not validly encoded", status: 400) }
+                let answer = state.withLock { $0.endSession(parameters) }
+                var headers: [(name: String, value: String)] = [("Cache-Control", "no-store")]
+                if let location = answer.location { headers.append(("Location", location)) }
+                return .text(answer.text, status: answer.status, headers: headers)
+            }
+        }
+    }
+
+    /// Signs the ID token `draft` describes and remembers it as one this server issued (unless it was tampered
+    /// with): an `id_token_hint` the end-session endpoint accepts.
+    ///
+    /// - Throws: `CryptoError` when the platform cannot sign.
+    func signIDToken(_ draft: MockAuthorizationState.IDTokenDraft, now: Date) throws -> String? {
+        guard let openID else { return nil }
+        let token = try openID.sign(draft, now: now)
+        if draft.tampering == nil { state.withLock { $0.idTokenUsers[token] = draft.user } }
+        return token
     }
 
     /// Checks the bearer token, then answers with `handler`, with the resource endpoint's failures and holds.
@@ -139,6 +196,11 @@ final class MockAuthorizationCore: Sendable {
         }
         if let hold, hold.afterProcessing { await hold.gate.wait() }
         if let delay { response = response.delayed(by: delay) }
+        // RFC 9110 §6.6.1: an origin server with a clock sends Date; an OpenID client sets its idea of the
+        // provider's clock from it. Not on the resource routes, whose caching a test may be checking.
+        if endpoint != .resource, response.header("Date") == nil {
+            response.headers.append(("Date", HTTPDate.format(clock.wallNow)))
+        }
         return response
     }
 
@@ -169,10 +231,22 @@ final class MockAuthorizationCore: Sendable {
         }
     }
 
-    private func tokenResponse(_ reply: MockAuthorizationState.Reply) -> LocalServer.Response {
+    /// A token response, its ID token signed as issued at `wallNow` (now when `nil`).
+    private func tokenResponse(_ reply: MockAuthorizationState.Reply, wallNow: Date? = nil) -> LocalServer.Response {
+        let wallNow = wallNow ?? clock.wallNow
+        var reply = reply
+        if let issued = reply.issued, let draft = issued.idToken {
+            do {
+                reply = .tokens(issued, idToken: try signIDToken(draft, now: wallNow))
+            } catch {
+                reply = .error("server_error", "the ID token could not be signed", status: 500)
+            }
+        }
         // RFC 6749 §5.1: token responses must not be cached.
         var response = response(reply)
-        response.headers += [("Cache-Control", tokenCacheControl), ("Pragma", "no-cache")]
+        response.headers += [
+            ("Cache-Control", tokenCacheControl), ("Pragma", "no-cache"), ("Date", HTTPDate.format(wallNow)),
+        ]
         return response
     }
 

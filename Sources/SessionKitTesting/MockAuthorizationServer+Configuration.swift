@@ -25,6 +25,12 @@ extension MockAuthorizationServer {
         /// The `Cache-Control` of token responses; RFC 6749 §5.1 requires `no-store`, and a test can set a
         /// cacheable value to check that a client does not cache anyway.
         public var tokenResponseCacheControl: String
+        /// Whether the server is an OpenID Connect provider too: a discovery document at
+        /// ``MockAuthorizationServer/openIDConfigurationURL``, a key set with one ES256 key, an ES256 ID token in
+        /// every token response whose scope has `openid`, a UserInfo endpoint and an end-session endpoint (see
+        /// ``MockAuthorizationServer``). Off by default: the server is then a plain OAuth 2.0 server, which issues
+        /// no ID token and answers 404 for discovery.
+        public var openID: Bool
         /// The clock that decides when access tokens, device codes and authorization codes expire.
         public var clock: any SessionClock
         /// The underlying server's limits and timeouts.
@@ -42,6 +48,7 @@ extension MockAuthorizationServer {
         ///   - devicePollingInterval: Device polling interval; five seconds by default.
         ///   - authorizationCodeLifetime: Authorization code lifetime; one minute by default.
         ///   - tokenResponseCacheControl: `Cache-Control` of token responses; `no-store` by default.
+        ///   - openID: Whether the server is an OpenID Connect provider too; off by default.
         ///   - clock: The expiry clock; `nil` (the default) reads the system's clocks.
         ///   - server: The underlying server's configuration.
         public init(
@@ -54,6 +61,7 @@ extension MockAuthorizationServer {
             devicePollingInterval: Duration = .seconds(5),
             authorizationCodeLifetime: Duration = .seconds(60),
             tokenResponseCacheControl: String = "no-store",
+            openID: Bool = false,
             clock: (any SessionClock)? = nil,
             server: LocalServer.Configuration = .init()
         ) {
@@ -66,6 +74,7 @@ extension MockAuthorizationServer {
             self.devicePollingInterval = devicePollingInterval
             self.authorizationCodeLifetime = authorizationCodeLifetime
             self.tokenResponseCacheControl = tokenResponseCacheControl
+            self.openID = openID
             self.clock = clock ?? SystemClock()
             self.server = server
         }
@@ -81,8 +90,14 @@ extension MockAuthorizationServer {
         case deviceAuthorization
         /// `/authorize`.
         case authorization
-        /// `/api/me` and any route added with ``MockAuthorizationServer/protectedRoute(_:_:_:)``.
+        /// `/api/me`, `/userinfo` and any route added with ``MockAuthorizationServer/protectedRoute(_:_:_:)``.
         case resource
+        /// `/.well-known/openid-configuration`, the OpenID Connect discovery document.
+        case openIDConfiguration
+        /// `/jwks`, the key set the ID tokens are signed with.
+        case keySet
+        /// `/logout`, the end-session endpoint.
+        case endSession
     }
 
     /// A token endpoint grant type, for counting requests.

@@ -37,6 +37,25 @@ import SessionKit
 ///   `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3). Add more protected routes with
 ///   ``protectedRoute(_:_:_:)``, or any route on ``server``.
 ///
+/// With ``Configuration/openID`` on, the server is an OpenID Connect provider whose issuer is ``issuer``:
+///
+/// - `GET /.well-known/openid-configuration` (``openIDConfigurationURL``): the discovery document, naming the
+///   endpoints here and `ES256` as the only ID token signing algorithm.
+/// - `GET /jwks` (``keySetURL``): one P-256 key, generated for this server, whose `kid` is its RFC 7638
+///   thumbprint.
+/// - ID tokens, signed ES256, in every token response whose grant's scope has `openid`: the code exchange (with the
+///   authorization request's `nonce`), the password and device grants, and refreshes (the same `sub`, no
+///   `nonce`). Their claims are `iss`, `sub` and `name` (the user's name), `aud` (the client ID), `iat`,
+///   `exp` (five minutes later), `auth_time` and `at_hash`. ``tamperNextIDToken(_:times:)`` makes the next ones
+///   wrong in a chosen way, to test that an app refuses them.
+/// - `GET /userinfo` (``openIDUserInfoEndpoint``): `{"sub":"alice","name":"alice"}` for an active access token.
+/// - `GET /logout` (``endSessionEndpoint``, RP-Initiated Logout 1.0): with an ID token this server issued as
+///   `id_token_hint` and the client's `client_id`, revokes every grant of that user and redirects (302) to
+///   `post_logout_redirect_uri` with `state`; otherwise 400. Logged in ``endSessions``.
+///
+/// The token, revocation, device, authorization and OpenID endpoints send a `Date` header on the wall time of
+/// ``Configuration/clock``, which an OpenID client reads as the provider's clock; the resource routes send none.
+///
 /// Tokens are `at-<user>-<128 random bits>` and `rt-<user>-<128 random bits>`: a failing test shows whose a
 /// token is, and no test can guess one.
 ///
@@ -48,9 +67,9 @@ public final class MockAuthorizationServer: Sendable {
     public let server: LocalServer
     let core: MockAuthorizationCore
 
-    private init(server: LocalServer, configuration: Configuration) {
+    private init(server: LocalServer, core: MockAuthorizationCore) {
         self.server = server
-        core = MockAuthorizationCore(configuration: configuration, baseURL: server.baseURL)
+        self.core = core
         core.install(on: server)
     }
 
@@ -59,14 +78,21 @@ public final class MockAuthorizationServer: Sendable {
     /// - Parameter configuration: How tokens are issued.
     /// - Returns: The running server.
     /// - Throws: What ``LocalServer/start(configuration:handler:)`` throws; `SessionError(.invalidInput)` for a
-    ///   client ID that is empty.
+    ///   client ID that is empty; an error of the platform's cryptography when it cannot generate the OpenID
+    ///   provider's signing key.
     /// - Important: Call ``stop()`` when done, or use ``withRunning(configuration:isolation:_:)``.
     public static func start(configuration: Configuration = .init()) async throws -> MockAuthorizationServer {
         guard !configuration.clientID.isEmpty else {
             throw SessionError(.invalidInput, "the mock authorization server's client ID is empty")
         }
         let server = try await LocalServer.start(configuration: configuration.server)
-        return MockAuthorizationServer(server: server, configuration: configuration)
+        do {
+            let core = try MockAuthorizationCore(configuration: configuration, baseURL: server.baseURL)
+            return MockAuthorizationServer(server: server, core: core)
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 
     /// Starts a server, runs `body` with it, and stops it, whether `body` returns or throws.
@@ -178,21 +204,24 @@ public final class MockAuthorizationServer: Sendable {
     ///
     /// - Parameters:
     ///   - user: A registered user.
-    ///   - scope: The grant's scope, if any.
+    ///   - scope: The grant's scope, if any. With `openid` in it, and ``Configuration/openID`` on, the tokens carry
+    ///     an ID token (without a nonce), which ``tamperNextIDToken(_:times:)`` applies to as well.
     ///   - clock: The clock the returned token set's expiry is measured on (the client's); the system's when `nil`.
     /// - Returns: The tokens, as a client would have received them now.
-    /// - Throws: `SessionError(.invalidInput)` when the user is unknown.
+    /// - Throws: `SessionError(.invalidInput)` when the user is unknown; an error of the platform's cryptography
+    ///   when the ID token cannot be signed.
     public func issueTokens(for user: String, scope: String? = nil, clock: (any SessionClock)? = nil) throws
         -> TokenSet
     {
-        let now = core.clock.now
+        let (now, wallNow) = (core.clock.now, core.clock.wallNow)
         let issued = core.state.withLock { state -> MockAuthorizationState.Issued? in
             guard state.users[user] != nil else { return nil }
-            return state.startFamily(user: user, scope: scope, now: now)
+            return state.startFamily(user: user, scope: scope, now: now, authTime: wallNow)
         }
         guard let issued else { throw SessionError(.invalidInput, "the mock has no user named \(user)") }
         return TokenSet(
-            accessToken: issued.accessToken, refreshToken: issued.refreshToken, scope: issued.scope,
+            accessToken: issued.accessToken, refreshToken: issued.refreshToken,
+            idToken: try issued.idToken.flatMap { try core.signIDToken($0, now: wallNow) }, scope: issued.scope,
             lifetime: issued.lifetime, receivedAt: (clock ?? SystemClock()).now,
             receivedAtWall: (clock ?? SystemClock()).wallNow)
     }

@@ -9,6 +9,8 @@ struct MockAuthorizationState {
     struct Family {
         let user: String
         let scope: String?
+        /// When the user signed in to start the grant: the ID tokens' `auth_time`, refreshes included.
+        let authTime: Date
         var currentRefreshToken: String?
         var refreshTokens: [String] = []
         var accessTokens: [String] = []
@@ -28,6 +30,9 @@ struct MockAuthorizationState {
         let redirectURI: String
         let challenge: String
         let scope: String?
+        /// The authorization request's `nonce`, for the ID token the code is exchanged for.
+        let nonce: String?
+        let authTime: Date
         let expiresAt: ContinuousClock.Instant
         var familyID: Int?
     }
@@ -44,18 +49,31 @@ struct MockAuthorizationState {
         var decision = Decision.pending
     }
 
+    /// What an ID token will say, decided under the lock; the core signs it afterwards, outside.
+    struct IDTokenDraft: Equatable {
+        var user: String
+        var nonce: String?
+        var authTime: Date
+        var accessToken: String
+        var tampering: MockAuthorizationServer.IDTokenTampering?
+    }
+
     /// An answer to send: a status and a JSON body (or none).
     struct Reply: Equatable {
         var status: Int
         var json: String?
         var headers: [String: String] = [:]
+        /// The tokens of a token response, whose ID token (if any) is still to be signed.
+        var issued: Issued?
 
-        static func tokens(_ issued: Issued) -> Reply {
+        /// A token response; `idToken` is the signed ID token of `issued`'s draft, once the core has signed it.
+        static func tokens(_ issued: Issued, idToken: String? = nil) -> Reply {
             var json = #"{"access_token":"\#(issued.accessToken)","token_type":"Bearer""#
             if let lifetime = issued.lifetime { json += #","expires_in":\#(lifetime.components.seconds)"# }
             if let refreshToken = issued.refreshToken { json += #","refresh_token":"\#(refreshToken)""# }
             if let scope = issued.scope { json += #","scope":\#(JSONValue.quoted(scope))"# }
-            return Reply(status: 200, json: json + "}")
+            if let idToken { json += #","id_token":"\#(idToken)""# }
+            return Reply(status: 200, json: json + "}", issued: issued)
         }
 
         static func error(_ code: String, _ description: String, status: Int = 400) -> Reply {
@@ -75,6 +93,12 @@ struct MockAuthorizationState {
     var usedCodes: [String: AuthorizationCode] = [:]
     var devices: [String: DeviceGrant] = [:]
     var authorizationDecisions: [String?] = []
+    /// What the next ID tokens get wrong, first first.
+    var idTokenTamperings: [MockAuthorizationServer.IDTokenTampering] = []
+    /// The ID tokens this server issued untampered, and whose they are: the `id_token_hint`s it accepts.
+    var idTokenUsers: [String: String] = [:]
+    var endSessions: [MockAuthorizationServer.EndSession] = []
+    var endSessionRequests = 0
 
     var tokenRequests: [String: Int] = [:]
     var tokenRequestTotal = 0
@@ -105,19 +129,28 @@ struct MockAuthorizationState {
         var refreshToken: String?
         var lifetime: Duration?
         var scope: String?
+        /// The ID token to sign, when the server is an OpenID provider and the scope has `openid`.
+        var idToken: IDTokenDraft?
     }
 
-    /// Starts a grant for `user`: a new family with its first access token (and refresh token).
-    mutating func startFamily(user: String, scope: String?, now: ContinuousClock.Instant) -> Issued {
+    /// Starts a grant for `user`, who signed in at `authTime`: a new family with its first access token (and
+    /// refresh token), and an ID token carrying `nonce` when the scope asks for one.
+    mutating func startFamily(
+        user: String, scope: String?, now: ContinuousClock.Instant, authTime: Date, nonce: String? = nil
+    ) -> Issued {
         let familyID = nextFamilyID
         nextFamilyID += 1
-        families[familyID] = Family(user: user, scope: scope)
-        return issue(familyID: familyID, newRefreshToken: settings.issuesRefreshTokens, now: now)
+        families[familyID] = Family(user: user, scope: scope, authTime: authTime)
+        return issue(familyID: familyID, newRefreshToken: settings.issuesRefreshTokens, now: now, nonce: nonce)
     }
 
-    /// Issues an access token in an existing family, and a new current refresh token when asked.
-    mutating func issue(familyID: Int, newRefreshToken: Bool, now: ContinuousClock.Instant) -> Issued {
-        var family = families[familyID] ?? Family(user: "nobody", scope: nil, isRevoked: true)
+    /// Issues an access token in an existing family, a new current refresh token when asked, and an ID token when
+    /// the server is an OpenID provider and the family's scope has `openid` (OpenID Connect Core §3.1.3.3, §12.2).
+    mutating func issue(
+        familyID: Int, newRefreshToken: Bool, now: ContinuousClock.Instant, nonce: String? = nil
+    ) -> Issued {
+        var family =
+            families[familyID] ?? Family(user: "nobody", scope: nil, authTime: .distantPast, isRevoked: true)
         let accessToken = "at-\(family.user)-\(Self.randomPart())"
         accessIndex[accessToken] = AccessToken(
             familyID: familyID, user: family.user, expiresAt: settings.accessTokenLifetime.map { now.advanced(by: $0) })
@@ -131,9 +164,15 @@ struct MockAuthorizationState {
             refreshToken = token
         }
         families[familyID] = family
+        var idToken: IDTokenDraft?
+        if settings.openID, family.scope?.split(separator: " ").contains("openid") == true {
+            idToken = IDTokenDraft(
+                user: family.user, nonce: nonce, authTime: family.authTime, accessToken: accessToken,
+                tampering: idTokenTamperings.isEmpty ? nil : idTokenTamperings.removeFirst())
+        }
         return Issued(
             accessToken: accessToken, refreshToken: refreshToken, lifetime: settings.accessTokenLifetime,
-            scope: family.scope)
+            scope: family.scope, idToken: idToken)
     }
 
     mutating func revokeFamily(_ familyID: Int) {
@@ -164,7 +203,7 @@ struct MockAuthorizationState {
     }
 
     /// Answers a token request (RFC 6749 §4.1.3, §4.3.2, §6; RFC 8628 §3.4).
-    mutating func token(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+    mutating func token(_ form: [String: String], now: ContinuousClock.Instant, wallNow: Date) -> Reply {
         guard form["client_id"] == settings.clientID else {
             return .error("invalid_client", "unknown client", status: 401)
         }
@@ -175,8 +214,8 @@ struct MockAuthorizationState {
             guard let username = form["username"], let password = form["password"], users[username] == password else {
                 return .error("invalid_grant", "wrong username or password")
             }
-            return .tokens(startFamily(user: username, scope: form["scope"], now: now))
-        case MockAuthorizationServer.Grant.deviceCode.rawValue?: return pollDevice(form, now: now)
+            return .tokens(startFamily(user: username, scope: form["scope"], now: now, authTime: wallNow))
+        case MockAuthorizationServer.Grant.deviceCode.rawValue?: return pollDevice(form, now: now, wallNow: wallNow)
         case nil: return .error("invalid_request", "grant_type is missing")
         case _?: return .error("unsupported_grant_type", "this server does not support that grant")
         }
@@ -234,12 +273,13 @@ struct MockAuthorizationState {
             pkce.challenge == grant.challenge
         else { return .error("invalid_grant", "the PKCE code verifier does not match the challenge") }
         let familyID = nextFamilyID
-        let issued = startFamily(user: grant.user, scope: grant.scope, now: now)
+        let issued = startFamily(
+            user: grant.user, scope: grant.scope, now: now, authTime: grant.authTime, nonce: grant.nonce)
         usedCodes[code]?.familyID = familyID
         return .tokens(issued)
     }
 
-    private mutating func pollDevice(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+    private mutating func pollDevice(_ form: [String: String], now: ContinuousClock.Instant, wallNow: Date) -> Reply {
         guard let deviceCode = form["device_code"], let grant = devices[deviceCode] else {
             return .error("invalid_grant", "the device code is unknown")
         }
@@ -252,7 +292,8 @@ struct MockAuthorizationState {
         case .consumed: return .error("invalid_grant", "the device code was already exchanged")
         case .approved(let user):
             devices[deviceCode]?.decision = .consumed
-            return .tokens(startFamily(user: user, scope: grant.scope, now: now))
+            // The user signed in on another device a moment ago; the poll that sees it stands in for that time.
+            return .tokens(startFamily(user: user, scope: grant.scope, now: now, authTime: wallNow))
         }
     }
 
@@ -299,7 +340,7 @@ struct MockAuthorizationState {
 
     /// Where the browser goes after an authorization request (RFC 6749 §4.1.2): a redirect with a code or an
     /// error, a 400 for a request that must not be redirected, or `nil` when no decision was queued.
-    mutating func authorize(_ query: [String: String], now: ContinuousClock.Instant, issuer: String) -> (
+    mutating func authorize(_ query: [String: String], now: ContinuousClock.Instant, wallNow: Date, issuer: String) -> (
         status: Int, location: String?, text: String
     )? {
         guard query["client_id"] == settings.clientID else { return (400, nil, "unknown client") }
@@ -322,8 +363,34 @@ struct MockAuthorizationState {
         let code = "ac-\(Self.randomPart())"
         codes[code] = AuthorizationCode(
             user: user, clientID: settings.clientID, redirectURI: redirectURI, challenge: challenge,
-            scope: query["scope"], expiresAt: now.advanced(by: settings.authorizationCodeLifetime))
+            scope: query["scope"], nonce: query["nonce"], authTime: wallNow,
+            expiresAt: now.advanced(by: settings.authorizationCodeLifetime))
         return redirect([("code", code)])
+    }
+
+    // MARK: - End-session endpoint
+
+    /// Answers an end-session request (OpenID Connect RP-Initiated Logout 1.0 §2, §3): with an ID token this server
+    /// issued as `id_token_hint` and its `client_id`, every grant of the token's user is revoked and the browser
+    /// goes to `post_logout_redirect_uri` with `state` (or a page says so, without one); anything else is a 400.
+    mutating func endSession(_ query: [String: String]) -> (status: Int, location: String?, text: String) {
+        // A hint is accepted expired too (RP-Initiated Logout §2): what matters is that this server issued it.
+        guard let hint = query["id_token_hint"], let user = idTokenUsers[hint] else {
+            return (400, nil, "id_token_hint is missing or was not issued by this server")
+        }
+        guard query["client_id"] == settings.clientID else {
+            return (400, nil, "client_id is missing or not the ID token's audience")
+        }
+        let redirectURI = query["post_logout_redirect_uri"]
+        if let redirectURI, URL(string: redirectURI)?.scheme == nil {
+            return (400, nil, "invalid post_logout_redirect_uri")
+        }
+        for (id, family) in families where family.user == user { revokeFamily(id) }
+        endSessions.append(.init(user: user, postLogoutRedirectURI: redirectURI, state: query["state"]))
+        guard let redirectURI else { return (200, nil, "Signed out.") }
+        guard let state = query["state"] else { return (302, redirectURI, "redirecting") }
+        let separator = redirectURI.contains("?") ? "&" : "?"
+        return (302, redirectURI + separator + "state=" + Self.formEncode(state), "redirecting")
     }
 
     // MARK: - Revocation endpoint

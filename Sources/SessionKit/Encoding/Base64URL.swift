@@ -3,7 +3,7 @@
 /// Encoding never pads. Decoding accepts input with or without `=` padding, and refuses the standard
 /// alphabet's `+` and `/`, whitespace, a length that no encoding produces, and non-zero bits after the last
 /// byte, so each byte string has exactly one accepted spelling (with or without padding).
-enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     private static let decodeTable: [UInt8] = {
@@ -16,7 +16,7 @@ enum Base64URL {
     ///
     /// - Parameter bytes: The bytes to encode.
     /// - Returns: Text of the alphabet `A–Z a–z 0–9 - _`.
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output = [UInt8]()
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var iterator = bytes.makeIterator()
@@ -36,7 +36,7 @@ enum Base64URL {
     ///
     /// - Parameter text: base64url text, padded or not.
     /// - Returns: The decoded bytes, or `nil`.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var symbols = Array(text.utf8)
         if let firstPad = symbols.firstIndex(of: UInt8(ascii: "=")) {
             // Padding is all-or-nothing: it must complete the last group exactly.

@@ -1,0 +1,98 @@
+import Foundation
+import SessionKit
+
+/// The OpenID Connect side of a ``MockAuthorizationServer``: its signing key, its discovery document and key set,
+/// and the ID tokens it signs. Given the time, so it reads no clock.
+struct MockOpenIDIssuer: Sendable {
+    /// The key ID tokens are signed with, published in the key set under its thumbprint.
+    let key: P256SigningKey
+    /// A key that is not published, signing under the published key's `kid`: a token it signs fails only its
+    /// signature check.
+    let impostorKey: P256SigningKey
+    let issuer: String
+    let clientID: String
+
+    /// A new issuer with fresh keys.
+    ///
+    /// - Throws: `CryptoError` when the platform cannot generate a key.
+    init(issuer: String, clientID: String) throws {
+        key = try P256SigningKey()
+        impostorKey = try P256SigningKey()
+        self.issuer = issuer
+        self.clientID = clientID
+    }
+
+    /// The `kid`: the key's JWK thumbprint (RFC 7638), so it changes with the key and names nothing else.
+    var keyID: String { key.thumbprint }
+
+    /// The key set (RFC 7517 §5): the one signing key, for signatures with ES256 only.
+    var keySetJSON: String {
+        var jwk = key.publicJWK
+        jwk["kid"] = .string(keyID)
+        jwk["use"] = .string("sig")
+        jwk["alg"] = .string("ES256")
+        return JSONValue.object(["keys": .array([.object(jwk)])]).serialized
+    }
+
+    /// The discovery document (OpenID Connect Discovery 1.0 §3), naming the mock's endpoints under the issuer.
+    var discoveryJSON: String {
+        func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
+        func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
+        return JSONValue.object([
+            "issuer": .string(issuer),
+            "authorization_endpoint": endpoint("/authorize"),
+            "token_endpoint": endpoint("/token"),
+            "jwks_uri": endpoint("/jwks"),
+            "userinfo_endpoint": endpoint("/userinfo"),
+            "revocation_endpoint": endpoint("/revoke"),
+            "device_authorization_endpoint": endpoint("/device"),
+            "end_session_endpoint": endpoint("/logout"),
+            "id_token_signing_alg_values_supported": strings(["ES256"]),
+            "scopes_supported": strings(["openid", "profile", "offline_access"]),
+            "response_types_supported": strings(["code"]),
+            "subject_types_supported": strings(["public"]),
+            "grant_types_supported": strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
+            "code_challenge_methods_supported": strings(["S256"]),
+            "token_endpoint_auth_methods_supported": strings(["none"]),
+            "claims_supported": strings(["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"]),
+        ]).serialized
+    }
+
+    /// The signed ID token `draft` describes, issued at `now` (OpenID Connect Core §2, §3.1.3.6), with what its
+    /// tampering gets wrong.
+    ///
+    /// - Throws: `CryptoError` when the platform cannot sign.
+    func sign(_ draft: MockAuthorizationState.IDTokenDraft, now: Date) throws -> String {
+        let issuedAt = now.timeIntervalSince1970.rounded(.down)
+        var claims: [String: JSONValue] = [
+            "iss": .string(issuer), "sub": .string(draft.user), "aud": .string(clientID),
+            "iat": .number(issuedAt), "exp": .number(issuedAt + 300),
+            "auth_time": .number(draft.authTime.timeIntervalSince1970.rounded(.down)),
+            "at_hash": .string(Self.accessTokenHash(draft.accessToken)), "name": .string(draft.user),
+        ]
+        if let nonce = draft.nonce { claims["nonce"] = .string(nonce) }
+        var signingKey = key
+        switch draft.tampering {
+        case nil: break
+        case .anotherSubject?: claims["sub"] = .string("not-" + draft.user)
+        case .anotherNonce?: claims["nonce"] = .string("not-" + (draft.nonce ?? "the-nonce"))
+        case .anotherIssuer?: claims["iss"] = .string(issuer + "/other")
+        case .anotherAudience?: claims["aud"] = .string("not-" + clientID)
+        case .expired?:
+            // Beyond the one-minute leeway validators allow by default.
+            claims["iat"] = .number(issuedAt - 600)
+            claims["exp"] = .number(issuedAt - 300)
+        case .signedByAnotherKey?: signingKey = impostorKey
+        }
+        let header: [String: JSONValue] = ["alg": .string("ES256"), "typ": .string("JWT"), "kid": .string(keyID)]
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
+            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
+        return input + "." + Base64URL.encode(try signingKey.sign(Array(input.utf8)))
+    }
+
+    /// `at_hash` for ES256: the left half of the access token's SHA-256, base64url (OpenID Connect Core §3.1.3.6).
+    static func accessTokenHash(_ accessToken: String) -> String {
+        Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)).prefix(16))
+    }
+}
