@@ -49,12 +49,11 @@ import Testing
     }
 
     @Test func gettingStarted() async throws {
-        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app", openID: true)) { mock in
             try mock.addUser("alice")
-            let provider = mock.baseURL
+            let issuer = try #require(URL(string: mock.issuer))
             let api = mock.url("/api")
             let store = InMemoryCredentialStore()
-            let account = Account(issuer: mock.issuer, subject: "alice")
             let redirectURI = mock.callbackURL.absoluteString
             // The browser's part: the user signs in as alice, and the server redirects to the callback.
             try mock.approveNextAuthorization(as: "alice")
@@ -66,27 +65,26 @@ import Testing
             }
 
             // sample-begin: getting-started-setup
-            let oauth = OAuthClient(
+            let provider = OpenIDProvider(
                 configuration: .init(
-                    tokenEndpoint: provider.appendingPathComponent("token"),
-                    revocationEndpoint: provider.appendingPathComponent("revoke"),
-                    authorizationEndpoint: provider.appendingPathComponent("authorize"),
-                    clientID: "my-app"))
+                    issuer: issuer, clientID: "my-app",
+                    validation: .init(algorithms: [.rs256, .es256])))  // what your provider signs with
             let manager = SessionManager(
-                configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+                configuration: .init(store: store, tokenEndpoint: provider, revoker: provider))
             // At launch: finishes an interrupted sign-out, then restores the stored accounts.
             await manager.restore()
             // sample-end: getting-started-setup
             #expect(manager.state == .signedOut)
 
             // sample-begin: getting-started-sign-in
-            let session = try await manager.signIn(account) {
-                let authorization = try oauth.authorizationRequest(redirectURI: redirectURI, scope: "profile")
-                let callback = try await openInBrowser(authorization.url)  // ASWebAuthenticationSession on iOS
-                let code = try authorization.authorizationCode(from: callback)
-                return try await oauth.exchange(code: code, for: authorization)
-            }
+            let session = try await manager.signIn(openID: {
+                let request = try await provider.authorizationRequest(redirectURI: redirectURI, scope: "openid profile")
+                let callback = try await openInBrowser(request.url)  // ASWebAuthenticationSession on iOS
+                return try await provider.signIn(code: request.authorizationCode(from: callback), for: request)
+            })
             // sample-end: getting-started-sign-in
+            let account = session.account
+            #expect(account == Account(issuer: mock.issuer, subject: "alice"))
             #expect(manager.state == .active(account, offline: false))
             #expect(mock.tokenRequestCount(grant: .authorizationCode) == 1)
             let refreshToken = try #require(session.tokens?.refreshToken)
@@ -114,6 +112,49 @@ import Testing
             #expect(report?.isPurgeComplete == true)
             #expect(await store.load(for: account) == nil)
             #expect(!mock.isActive(token: refreshToken))
+        }
+    }
+
+    @Test func openIDConnectArticle() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app", openID: true)) { mock in
+            try mock.addUser("alice")
+            try mock.approveNextAuthorization(as: "alice")
+            let store = InMemoryCredentialStore()
+            let redirectURI = mock.callbackURL.absoluteString
+            let issuerURL = try #require(URL(string: mock.issuer))
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL {
+                let browser = URLSession(configuration: .ephemeral)
+                defer { browser.finishTasksAndInvalidate() }
+                let (_, response) = try await browser.data(for: URLRequest(url: url))
+                return try #require(response.url)
+            }
+
+            // sample-begin: openid-sign-in
+            let provider = OpenIDProvider(
+                configuration: .init(
+                    issuer: issuerURL, clientID: "my-app", validation: .init(algorithms: [.rs256, .es256])))
+            let manager = SessionManager(
+                configuration: .init(store: store, providers: [Provider(id: "id.example", openID: provider)]))
+
+            let session = try await manager.signIn(
+                through: "id.example",
+                openID: {
+                    let request = try await provider.authorizationRequest(
+                        redirectURI: redirectURI, scope: "openid profile")
+                    let callback = try await openInBrowser(request.url)  // ASWebAuthenticationSession on iOS
+                    return try await provider.signIn(code: request.authorizationCode(from: callback), for: request)
+                })
+            // sample-end: openid-sign-in
+            #expect(session.account.subject == "alice")
+
+            // sample-begin: openid-sign-out
+            let report = await manager.signOut(
+                options: SignOutOptions(
+                    openIDLogout: .calling(provider, postLogoutRedirectURI: mock.callbackURL.absoluteString)))
+            print(report?.providerLogout ?? .notRequested)  // succeeded, failed (…), timed out
+            // sample-end: openid-sign-out
+            #expect(report?.providerLogout == .succeeded)
+            #expect(mock.endSessions.map(\.user) == ["alice"])
         }
     }
 
@@ -326,6 +367,7 @@ import Testing
             ]
         ),
         ("Sources/SessionKit/SessionKit.docc/SeveralAccounts.md", ["several-providers"]),
+        ("Sources/SessionKit/SessionKit.docc/OpenIDConnect.md", ["openid-sign-in", "openid-sign-out"]),
         (
             "Sources/SessionKit/SessionKit.docc/SigningInFromACommandLine.md",
             ["command-line-sign-in", "command-line-exit"]

@@ -1,0 +1,133 @@
+import Foundation
+import SessionKitTesting
+import Testing
+
+@testable import SessionKit
+
+/// The proof's shape (RFC 9449 §4.2), the key's secrecy and storage, and what a session sends, without a network.
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct DPoPProofTests {
+    static func decode(_ proof: String) throws -> (header: [String: JSONValue], claims: [String: JSONValue]) {
+        let jws = try CompactJWS(proof)
+        return (jws.header, jws.claims)
+    }
+
+    @Test func aProofNamesItsRequestAndVerifiesWithThePublicKeyItCarries() throws {
+        let key = try DPoPKey.generate()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let proof = try DPoPProof.make(
+            key: key, method: "PATCH", url: URL(string: "https://API.example:8443/items/7?x=1#frag")!,
+            accessToken: "at-1", nonce: "n-1", now: now)
+        let (header, claims) = try Self.decode(proof)
+        #expect(header["typ"] == .string("dpop+jwt"))
+        #expect(header["alg"] == .string("ES256"))
+        guard case .object(let jwk)? = header["jwk"] else { Issue.record("no jwk"); return }
+        #expect(jwk["d"] == nil, "the private key is never in a proof")
+        #expect(Set(jwk.keys) == ["kty", "crv", "x", "y"])
+        #expect(claims["htm"] == .string("PATCH"))
+        #expect(claims["htu"] == .string("https://api.example:8443/items/7"), "no query, no fragment")
+        #expect(claims["iat"] == .number(1_800_000_000))
+        #expect(claims["nonce"] == .string("n-1"))
+        #expect(claims["ath"] == .string(Base64URL.encode(PlatformCrypto.sha256(Array("at-1".utf8)))))
+        let jws = try CompactJWS(proof)
+        let verifier = try VerificationKey(jwk: jwk)
+        #expect(verifier.isValidSignature(jws.signature, for: jws.signingInput, algorithm: .es256))
+        #expect(verifier.thumbprint == key.thumbprint)
+    }
+
+    @Test func everyProofHasItsOwnIdentifierAndATokenRequestNoAth() throws {
+        let key = try DPoPKey.generate()
+        let url = URL(string: "https://id.example/token")!
+        var identifiers = Set<String>()
+        for _ in 0..<200 {
+            let (_, claims) = try Self.decode(
+                DPoPProof.make(key: key, method: "POST", url: url, accessToken: nil, nonce: nil, now: Date()))
+            #expect(claims["ath"] == nil && claims["nonce"] == nil)
+            if let jti = claims["jti"]?.stringValue { identifiers.insert(jti) }
+        }
+        #expect(identifiers.count == 200)
+    }
+
+    @Test func targetURIs() {
+        let cases: [(String, String?)] = [
+            ("https://a.example/p?q#f", "https://a.example/p"),
+            ("HTTPS://a.example", "https://a.example/"),
+            ("wss://a.example/socket?x=1", "https://a.example/socket"),
+            ("ws://127.0.0.1:8080/s", "http://127.0.0.1:8080/s"),
+            ("ftp://a.example/p", nil),
+            ("file:///etc/passwd", nil),
+        ]
+        for (url, expected) in cases {
+            #expect(DPoPProof.targetURI(of: URL(string: url)!) == expected, "\(url)")
+        }
+        #expect(throws: SessionError.self) {
+            _ = try DPoPProof.make(
+                key: try DPoPKey.generate(), method: "GET", url: URL(string: "file:///x")!, accessToken: nil,
+                nonce: nil, now: Date())
+        }
+    }
+
+    @Test func nonceChallengesAreReadFromDPoPChallengesOnly() {
+        #expect(DPoPProof.asksForNonce(#"DPoP error="use_dpop_nonce", error_description="x""#))
+        #expect(DPoPProof.asksForNonce(#"Bearer realm="a", DPoP algs="ES256", error="use_dpop_nonce""#))
+        #expect(!DPoPProof.asksForNonce(#"Bearer error="use_dpop_nonce""#))
+        #expect(!DPoPProof.asksForNonce(#"DPoP error="invalid_token""#))
+        #expect(!DPoPProof.asksForNonce(nil))
+    }
+
+    @Test func theKeyIsNeverPrintedAndRoundTripsThroughTheFileStore() async throws {
+        let key = try DPoPKey.generate()
+        let scalar = Base64URL.encode(key.signingKey.storageRepresentation)
+        let tokens = TokenSet(accessToken: "at", refreshToken: "rt", tokenType: "DPoP", proofKey: key)
+        let record = CredentialRecord(account: alice, refreshToken: "rt", tokenType: "DPoP", proofKey: key)
+        for value in [key as Any, tokens as Any, record as Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            #expect(!dumped.contains(scalar))
+            #expect(!"\(value)".contains(scalar))
+            #expect(!String(reflecting: value).contains(scalar))
+        }
+        #expect(key.description.contains(key.thumbprint))
+
+        let directory = try temporaryDirectory()
+        let store = try FileCredentialStore(directory: directory)
+        try await store.save(record)
+        let loaded = try await store.load(for: alice)
+        #expect(loaded?.proofKey == key)
+        #expect(loaded?.tokens(clock: SystemClock()).proofKey == key)
+        try await store.delete(for: alice)
+        #expect(try await store.load(for: alice) == nil)
+    }
+
+    @Test func aRecordWithAKeyThatIsNotOneIsCorruptNotACrash() throws {
+        let record = CredentialRecord(account: alice, refreshToken: "rt", proofKey: try DPoPKey.generate())
+        var text = String(decoding: try CredentialRecordCoding.encode(record), as: UTF8.self)
+        let range = try #require(text.range(of: #""proofKey":""#))
+        text.insert(contentsOf: "!!", at: range.upperBound)
+        let error = #expect(throws: SessionError.self) {
+            _ = try CredentialRecordCoding.decode(Data(text.utf8), for: alice, source: "test")
+        }
+        #expect(error?.code == .corruptCredentials)
+    }
+
+    @Test func aBoundSessionSendsDPoPWithAProofAndNeverBearer() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/r") { _ in .text("ok") }
+            let key = try DPoPKey.generate()
+            let session = UserSession(
+                account: alice, tokens: TokenSet(accessToken: "bound", tokenType: "DPoP", proofKey: key))
+            defer { session.end() }
+            _ = try await session.data(for: URLRequest(url: server.url("/r?q=1")))
+            let authorized = try await session.authorize(URLRequest(url: server.url("/elsewhere")))
+            let request = try #require(server.requests.first)
+            #expect(request.header("Authorization") == "DPoP bound")
+            let proof = try #require(request.header("DPoP"))
+            let (_, claims) = try Self.decode(proof)
+            #expect(claims["htu"] == .string(server.url("/r").absoluteString))
+            #expect(claims["htm"] == .string("GET"))
+            #expect(authorized.value(forHTTPHeaderField: "Authorization") == "DPoP bound")
+            let (_, handed) = try Self.decode(try #require(authorized.value(forHTTPHeaderField: "DPoP")))
+            #expect(handed["htu"] == .string(server.url("/elsewhere").absoluteString))
+            #expect(handed["jti"] != claims["jti"])
+        }
+    }
+}
