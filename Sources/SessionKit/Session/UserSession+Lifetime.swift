@@ -91,10 +91,6 @@ extension UserSession {
             // A refresh answer may carry no ID token (OpenID Connect Core §12.2): the sign-in's stays the hint that
             // the provider's sign-out names the user by.
             if merged.idToken == nil { merged.idToken = tokens?.idToken }
-            // A refresh of bound tokens is made with the session's key; the answer is bound to it too.
-            if merged.proofKey == nil, merged.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame {
-                merged.proofKey = tokens?.proofKey
-            }
             hold(merged, refreshedBy: refresher)
             return (merged, !credentialWritesSealed)
         }
