@@ -1,0 +1,119 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What DPoP (RFC 9449) costs a request.
+///
+/// - `dpop.request.ratio`: the time of a `session.data(for:)` with a bearer token divided by the same request with a
+///   DPoP-bound token (a fresh ES256 proof per request), same server and body, rounds alternating; the median ratio,
+///   which is the throughput ratio (goal ≥ 0.95).
+/// - `dpop.proof.microseconds`: making one proof (JSON, base64url, ES256 signature) beside
+///   `dpop.sign.microseconds`, the platform's raw P-256 signing of a message of the same length.
+enum DPoPBenchmarks {
+    private static let rounds = 9
+
+    static let all = [
+        Benchmark(
+            resultNames: [
+                "dpop.request.ratio", "dpop.request.ratio.min", "dpop.request.ratio.max",
+                "dpop.request.bearer.microseconds", "dpop.request.dpop.microseconds",
+            ],
+            run: { try await requestRatio() }),
+        Benchmark(
+            resultNames: ["dpop.proof.microseconds", "dpop.sign.microseconds"],
+            run: { try proofCost() }),
+    ]
+
+    private static func session(_ server: LocalServer, bound: DPoPKey?) -> UserSession {
+        UserSession(
+            account: Account(issuer: server.baseURL.absoluteString, subject: "alice"),
+            tokens: TokenSet(
+                accessToken: "bench-access", refreshToken: "bench-refresh", tokenType: bound == nil ? "Bearer" : "DPoP",
+                proofKey: bound, lifetime: .seconds(3600)),
+            configuration: .init(cacheMaximumBytes: 0),
+            tokenEndpoint: OAuthClient(configuration: .init(tokenEndpoint: server.url("/token"), clientID: "bench")))
+    }
+
+    private static func requestRatio() async throws -> [BenchResult] {
+        try await LocalServer.withRunning(configuration: .init(recordsRequests: false)) { server in
+            server.route("GET", "/r") { _ in .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")]) }
+            let bearer = session(server, bound: nil)
+            let dpop = session(server, bound: try DPoPKey.generate())
+            defer {
+                bearer.end()
+                dpop.end()
+            }
+            let request = URLRequest(url: server.url("/r"))
+            for _ in 0..<200 {
+                _ = try await bearer.data(for: request)
+                _ = try await dpop.data(for: request)
+            }
+            var ratios: [Double] = []
+            var bearerTimes: [Double] = []
+            var dpopTimes: [Double] = []
+            for round in 0..<rounds {
+                var pair = (0.0, 0.0)
+                if round.isMultiple(of: 2) {
+                    pair.0 = try await perRequest(bearer, request)
+                    pair.1 = try await perRequest(dpop, request)
+                } else {
+                    pair.1 = try await perRequest(dpop, request)
+                    pair.0 = try await perRequest(bearer, request)
+                }
+                bearerTimes.append(pair.0)
+                dpopTimes.append(pair.1)
+                ratios.append(pair.0 / pair.1)
+            }
+            return [
+                BenchResult(name: "dpop.request.ratio", value: Statistics.median(ratios), unit: "x"),
+                BenchResult(name: "dpop.request.ratio.min", value: ratios.min() ?? 0, unit: "x"),
+                BenchResult(name: "dpop.request.ratio.max", value: ratios.max() ?? 0, unit: "x"),
+                BenchResult(
+                    name: "dpop.request.bearer.microseconds", value: Statistics.median(bearerTimes),
+                    unit: "µs per request"),
+                BenchResult(
+                    name: "dpop.request.dpop.microseconds", value: Statistics.median(dpopTimes), unit: "µs per request"),
+            ]
+        }
+    }
+
+    /// Microseconds per sequential request, over 400 requests.
+    private static func perRequest(_ session: UserSession, _ request: URLRequest) async throws -> Double {
+        let start = ContinuousClock.now
+        for _ in 0..<400 {
+            let (_, response) = try await session.data(for: request)
+            guard response.statusCode == 200 else { throw BenchError("dpop benchmark got \(response.statusCode)") }
+        }
+        return Statistics.microseconds(ContinuousClock.now - start) / 400
+    }
+
+    private static func proofCost() throws -> [BenchResult] {
+        let key = try DPoPKey.generate()
+        let signer = try P256SigningKey()
+        let url = URL(string: "https://api.example.com/v1/items?page=2")!
+        let sample = try DPoPProof.make(
+            key: key, method: "GET", url: url, accessToken: "bench-access", nonce: nil, now: Date())
+        let message = [UInt8](repeating: 0x61, count: sample.split(separator: ".").prefix(2).joined(separator: ".").utf8.count)
+        var proofs: [Double] = []
+        var signs: [Double] = []
+        for _ in 0..<rounds {
+            var start = ContinuousClock.now
+            for _ in 0..<2000 {
+                _ = try DPoPProof.make(
+                    key: key, method: "GET", url: url, accessToken: "bench-access", nonce: nil, now: Date())
+            }
+            proofs.append(Statistics.microseconds(ContinuousClock.now - start) / 2000)
+            start = ContinuousClock.now
+            for _ in 0..<2000 { _ = try signer.sign(message) }
+            signs.append(Statistics.microseconds(ContinuousClock.now - start) / 2000)
+        }
+        return [
+            BenchResult(name: "dpop.proof.microseconds", value: Statistics.median(proofs), unit: "µs per proof"),
+            BenchResult(name: "dpop.sign.microseconds", value: Statistics.median(signs), unit: "µs per signature"),
+        ]
+    }
+}
