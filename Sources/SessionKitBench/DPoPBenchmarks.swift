@@ -97,7 +97,8 @@ enum DPoPBenchmarks {
         let url = URL(string: "https://api.example.com/v1/items?page=2")!
         let sample = try DPoPProof.make(
             key: key, method: "GET", url: url, accessToken: "bench-access", nonce: nil, now: Date())
-        let message = [UInt8](repeating: 0x61, count: sample.split(separator: ".").prefix(2).joined(separator: ".").utf8.count)
+        let message = [UInt8](
+            repeating: 0x61, count: sample.split(separator: ".").prefix(2).joined(separator: ".").utf8.count)
         var proofs: [Double] = []
         var signs: [Double] = []
         for _ in 0..<rounds {

@@ -50,6 +50,8 @@ package enum DPoPProof {
         components.query = nil
         components.fragment = nil
         components.scheme = scheme
+        // RFC 3986 §6.2.2.1 case normalization, which RFC 9449 §4.3 has servers apply.
+        components.host = components.host?.lowercased()
         if components.path.isEmpty { components.path = "/" }
         return components.url?.absoluteString
     }

@@ -4,6 +4,10 @@ import Testing
 
 @testable import SessionKit
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// The proof's shape (RFC 9449 §4.2), the key's secrecy and storage, and what a session sends, without a network.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct DPoPProofTests {
     static func decode(_ proof: String) throws -> (header: [String: JSONValue], claims: [String: JSONValue]) {
@@ -20,7 +24,10 @@ import Testing
         let (header, claims) = try Self.decode(proof)
         #expect(header["typ"] == .string("dpop+jwt"))
         #expect(header["alg"] == .string("ES256"))
-        guard case .object(let jwk)? = header["jwk"] else { Issue.record("no jwk"); return }
+        guard case .object(let jwk)? = header["jwk"] else {
+            Issue.record("no jwk")
+            return
+        }
         #expect(jwk["d"] == nil, "the private key is never in a proof")
         #expect(Set(jwk.keys) == ["kty", "crv", "x", "y"])
         #expect(claims["htm"] == .string("PATCH"))
