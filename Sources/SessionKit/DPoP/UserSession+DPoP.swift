@@ -16,8 +16,8 @@ extension UserSession {
     /// - Throws: `SessionError(.invalidInput)` when no proof can be made for the request's URL.
     func applyCredential(to request: inout URLRequest, token: String, proofKey: DPoPKey?) throws {
         guard let proofKey else {
+            // A `DPoP` field the app set itself on a bearer session is the app's, as on every other request.
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue(nil, forHTTPHeaderField: "DPoP")
             return
         }
         guard let url = request.url else { throw SessionError(.invalidInput, "the request has no URL") }
