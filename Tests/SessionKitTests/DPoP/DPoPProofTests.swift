@@ -4,6 +4,10 @@ import Testing
 
 @testable import SessionKit
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// The proof's shape (RFC 9449 §4.2), the key's secrecy and storage, and what a session sends, without a network.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct DPoPProofTests {
     static func decode(_ proof: String) throws -> (header: [String: JSONValue], claims: [String: JSONValue]) {
