@@ -24,7 +24,10 @@ import Testing
         let (header, claims) = try Self.decode(proof)
         #expect(header["typ"] == .string("dpop+jwt"))
         #expect(header["alg"] == .string("ES256"))
-        guard case .object(let jwk)? = header["jwk"] else { Issue.record("no jwk"); return }
+        guard case .object(let jwk)? = header["jwk"] else {
+            Issue.record("no jwk")
+            return
+        }
         #expect(jwk["d"] == nil, "the private key is never in a proof")
         #expect(Set(jwk.keys) == ["kty", "crv", "x", "y"])
         #expect(claims["htm"] == .string("PATCH"))
