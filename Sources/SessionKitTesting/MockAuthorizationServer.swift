@@ -174,8 +174,9 @@ public final class MockAuthorizationServer: Sendable {
     ///   - clock: The client's clock; the system's when `nil`.
     ///   - requestTimeout: The client's wall-clock deadline on one exchange.
     ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
-    ///   - usesDPoP: Whether the client asks for DPoP-bound tokens (``/SessionKit/OAuthClient/Configuration/usesDPoP``);
-    ///     when `nil`, whether this server's ``Configuration/dpop`` is on.
+    ///   - usesDPoP: Whether the client asks for DPoP-bound tokens
+    ///     (``/SessionKit/OAuthClient/Configuration/usesDPoP``); when `nil`, whether this server's
+    ///     ``Configuration/dpop`` is on.
     /// - Returns: The client.
     public func makeClient(
         clientID: String? = nil,
