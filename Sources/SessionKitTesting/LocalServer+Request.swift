@@ -86,10 +86,16 @@ extension LocalServer {
 
         /// The token of an `Authorization: Bearer …` header ([RFC 6750 §2.1](https://www.rfc-editor.org/rfc/rfc6750#section-2.1)),
         /// or `nil` when there is none.
-        public var bearerToken: String? {
+        public var bearerToken: String? { token(scheme: "Bearer") }
+
+        /// The token of an `Authorization: DPoP …` header ([RFC 9449 §7.1](https://www.rfc-editor.org/rfc/rfc9449#section-7.1)),
+        /// or `nil` when there is none. The proof is the `DPoP` header's value.
+        public var dpopToken: String? { token(scheme: "DPoP") }
+
+        private func token(scheme: String) -> String? {
             guard let authorization = header("Authorization") else { return nil }
             let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-            guard parts.count == 2, parts[0].caseInsensitiveCompare("Bearer") == .orderedSame else { return nil }
+            guard parts.count == 2, parts[0].caseInsensitiveCompare(scheme) == .orderedSame else { return nil }
             let token = parts[1].trimmingCharacters(in: .whitespaces)
             return token.isEmpty ? nil : token
         }

@@ -20,6 +20,8 @@ final class MockAuthorizationCore: Sendable {
     let baseURL: URL
     /// The OpenID Connect provider's keys and documents, when ``MockAuthorizationServer/Configuration/openID`` is on.
     let openID: MockOpenIDIssuer?
+    /// Whether ``MockAuthorizationServer/Configuration/dpop`` is on.
+    let dpop: Bool
 
     /// - Throws: `CryptoError` when the OpenID provider's keys cannot be generated.
     init(configuration: MockAuthorizationServer.Configuration, baseURL: URL) throws {
@@ -30,7 +32,10 @@ final class MockAuthorizationCore: Sendable {
         self.baseURL = baseURL
         let text = baseURL.absoluteString
         issuer = text.hasSuffix("/") ? String(text.dropLast()) : text
-        openID = configuration.openID ? try MockOpenIDIssuer(issuer: issuer, clientID: configuration.clientID) : nil
+        dpop = configuration.dpop
+        openID =
+            configuration.openID
+            ? try MockOpenIDIssuer(issuer: issuer, clientID: configuration.clientID, dpop: configuration.dpop) : nil
     }
 
     private func url(_ path: String) -> URL {
@@ -45,7 +50,21 @@ final class MockAuthorizationCore: Sendable {
                 guard request.method == "POST" else { return .status(405) }
                 guard let form else { return tokenResponse(.error("invalid_request", "the body is not a valid form")) }
                 let (now, wallNow) = (clock.now, clock.wallNow)
-                return tokenResponse(state.withLock { $0.token(form, now: now, wallNow: wallNow) }, wallNow: wallNow)
+                // The proof's signature is checked outside the lock; what needs the state, under it.
+                let proof =
+                    dpop
+                    ? MockDPoPProof.check(
+                        request.headers(named: "DPoP"), method: request.method, targetURI: issuer + request.path,
+                        now: wallNow) : nil
+                let reply = state.withLock { state in
+                    guard let proof else { return state.token(form, now: now, wallNow: wallNow) }
+                    var reply = state.token(
+                        form, proof: proof, arrivedAt: request.arrivedAt, now: now, wallNow: wallNow)
+                    // RFC 9449 §8: the server may hand out its nonce with any answer.
+                    if let nonce = state.dpop.nonce { reply.headers["DPoP-Nonce"] = nonce }
+                    return reply
+                }
+                return tokenResponse(reply, wallNow: wallNow)
             }
         }
         server.route("/revoke") { [self] request in
@@ -147,24 +166,68 @@ final class MockAuthorizationCore: Sendable {
         return token
     }
 
-    /// Checks the bearer token, then answers with `handler`, with the resource endpoint's failures and holds.
+    /// Checks the access token (and DPoP proof), then answers with `handler`, with the resource endpoint's failures
+    /// and holds.
     func serveProtected(
         _ request: LocalServer.Request,
         _ handler: @escaping @Sendable (LocalServer.Request, String) async -> LocalServer.Response
     ) async -> LocalServer.Response {
         // Checked on arrival, before any hold, as a resource server validates a token before acting.
-        let now = clock.now
-        let user = request.bearerToken.flatMap { token in state.withLock { $0.accessTokenUser(token, now: now) } }
-        let hasToken = request.bearerToken != nil
+        let access = checkAccess(request)
         return await serve(.resource, request) {
-            guard let user else {
-                // RFC 6750 §3.1: no error code when the request carried no token at all.
-                let challenge = hasToken ? #"Bearer realm="mock", error="invalid_token""# : #"Bearer realm="mock""#
-                return .json(
-                    #"{"error":"invalid_token"}"#, status: 401, headers: [("WWW-Authenticate", challenge)])
+            switch access {
+            case .granted(let user): return await handler(request, user)
+            case .refused(let response): return response
             }
-            return await handler(request, user)
         }
+    }
+
+    /// The resource server's decision about `request`'s credentials (RFC 6750 §2.1, RFC 9449 §7.1).
+    func checkAccess(_ request: LocalServer.Request) -> MockAuthorizationServer.ResourceAccess {
+        let now = clock.now
+        guard dpop else {
+            let user = request.bearerToken.flatMap { token in state.withLock { $0.accessTokenUser(token, now: now) } }
+            if let user { return .granted(user: user) }
+            return .refused(
+                Self.unauthorized(.refused(scheme: "Bearer", error: request.bearerToken == nil ? nil : "invalid_token"))
+            )
+        }
+        var scheme: String?
+        var token: String?
+        if let authorization = request.header("Authorization") {
+            let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            if parts.count == 2 {
+                scheme = parts[0].lowercased()
+                token = parts[1].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        // The signature is checked outside the lock; what needs the state, under it.
+        let proof =
+            scheme == "dpop"
+            ? MockDPoPProof.check(
+                request.headers(named: "DPoP"), method: request.method, targetURI: issuer + request.path,
+                now: clock.wallNow) : nil
+        let decision = state.withLock { state in
+            state.resourceAccess(scheme: scheme, token: token, proof: proof, arrivedAt: request.arrivedAt, now: now)
+        }
+        if case .granted(let user) = decision { return .granted(user: user) }
+        return .refused(Self.unauthorized(decision, dpop: true))
+    }
+
+    /// The 401 of a refused resource request: its challenge (RFC 6750 §3, RFC 9449 §7.1), and the nonce to use.
+    private static func unauthorized(
+        _ decision: MockAuthorizationState.ResourceDecision, dpop: Bool = false
+    ) -> LocalServer.Response {
+        guard case .refused(let scheme, let error, let nonce) = decision else { return .status(500) }
+        var challenge = #"\#(scheme) realm="mock""#
+        // RFC 6750 §3.1: no error code when the request carried no token at all.
+        if let error { challenge += #", error="\#(error)""# }
+        if scheme == "DPoP" { challenge += #", algs="ES256""# }
+        var headers: [(name: String, value: String)] = [("WWW-Authenticate", challenge)]
+        // Without a token, both ways in are offered.
+        if dpop, error == nil { headers.append(("WWW-Authenticate", #"DPoP realm="mock", algs="ES256""#)) }
+        if let nonce { headers.append(("DPoP-Nonce", nonce)) }
+        return .json(#"{"error":"\#(error ?? "invalid_token")"}"#, status: 401, headers: headers)
     }
 
     /// Applies the endpoint's next hold and next failure, its delay, and otherwise answers with `process`.
@@ -251,7 +314,8 @@ final class MockAuthorizationCore: Sendable {
     }
 
     private func response(_ reply: MockAuthorizationState.Reply) -> LocalServer.Response {
-        guard let json = reply.json else { return LocalServer.Response(status: reply.status) }
-        return .json(json, status: reply.status)
+        let headers = reply.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        guard let json = reply.json else { return LocalServer.Response(status: reply.status, headers: headers) }
+        return .json(json, status: reply.status, headers: headers)
     }
 }

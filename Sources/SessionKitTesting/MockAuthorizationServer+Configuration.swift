@@ -31,7 +31,18 @@ extension MockAuthorizationServer {
         /// ``MockAuthorizationServer``). Off by default: the server is then a plain OAuth 2.0 server, which issues
         /// no ID token and answers 404 for discovery.
         public var openID: Bool
-        /// The clock that decides when access tokens, device codes and authorization codes expire.
+        /// Whether the server binds tokens to DPoP keys (RFC 9449). The token endpoint then checks a request's `DPoP`
+        /// proof and, when it is valid, issues tokens bound to its key (`token_type` `DPoP`); a bound refresh token
+        /// is refreshed only with a proof of the same key. The resources accept a bound access token only as
+        /// `Authorization: DPoP` with a valid proof. Requests without a proof get bearer tokens and use them as
+        /// before. Off by default: the server then ignores `DPoP` headers and issues bearer tokens only.
+        public var dpop: Bool
+        /// With ``dpop`` on, whether every proof must carry the server's nonce (RFC 9449 §8, §9): one without it, or
+        /// with an old one, is answered `use_dpop_nonce` with the nonce in a `DPoP-Nonce` header. The nonce stays
+        /// the same until ``MockAuthorizationServer/rotateDPoPNonce()``. Off by default.
+        public var requiresDPoPNonce: Bool
+        /// The clock that decides when access tokens, device codes and authorization codes expire, and whose wall
+        /// time a DPoP proof's `iat` must be within 60 seconds of.
         public var clock: any SessionClock
         /// The underlying server's limits and timeouts.
         public var server: LocalServer.Configuration
@@ -49,6 +60,8 @@ extension MockAuthorizationServer {
         ///   - authorizationCodeLifetime: Authorization code lifetime; one minute by default.
         ///   - tokenResponseCacheControl: `Cache-Control` of token responses; `no-store` by default.
         ///   - openID: Whether the server is an OpenID Connect provider too; off by default.
+        ///   - dpop: Whether the server binds tokens to DPoP keys; off by default.
+        ///   - requiresDPoPNonce: Whether DPoP proofs must carry the server's nonce; off by default.
         ///   - clock: The expiry clock; `nil` (the default) reads the system's clocks.
         ///   - server: The underlying server's configuration.
         public init(
@@ -62,6 +75,8 @@ extension MockAuthorizationServer {
             authorizationCodeLifetime: Duration = .seconds(60),
             tokenResponseCacheControl: String = "no-store",
             openID: Bool = false,
+            dpop: Bool = false,
+            requiresDPoPNonce: Bool = false,
             clock: (any SessionClock)? = nil,
             server: LocalServer.Configuration = .init()
         ) {
@@ -75,6 +90,8 @@ extension MockAuthorizationServer {
             self.authorizationCodeLifetime = authorizationCodeLifetime
             self.tokenResponseCacheControl = tokenResponseCacheControl
             self.openID = openID
+            self.dpop = dpop
+            self.requiresDPoPNonce = requiresDPoPNonce
             self.clock = clock ?? SystemClock()
             self.server = server
         }

@@ -53,6 +53,22 @@ import SessionKit
 ///   `id_token_hint` and the client's `client_id`, revokes every grant of that user and redirects (302) to
 ///   `post_logout_redirect_uri` with `state`; otherwise 400. Logged in ``endSessions``.
 ///
+/// With ``Configuration/dpop`` on, the server binds tokens to DPoP keys (RFC 9449):
+///
+/// - The token endpoint checks a request's `DPoP` proof: one header, `typ` `dpop+jwt`, `alg` `ES256`, a public
+///   `jwk` (no `d`) whose signature verifies, `htm` `POST`, `htu` the token endpoint's URL, `iat` within 60 seconds of
+///   ``Configuration/clock``, a `jti` it never saw, and with ``Configuration/requiresDPoPNonce`` the server's nonce
+///   (else `use_dpop_nonce` and a `DPoP-Nonce` header). A refused proof is `400 invalid_dpop_proof`. A valid one binds
+///   the tokens the grant issues to its key's thumbprint (`token_type` `DPoP`). A bound refresh token is refreshed
+///   only with a proof of the same key: another key is `invalid_grant`, no proof `invalid_dpop_proof`.
+/// - The resources (`/api/me`, `/userinfo`, ``protectedRoute(_:_:_:)``, ``checkAccess(_:)`` and
+///   ``user(authorizing:)``) accept a bound access token only as `Authorization: DPoP` with a valid proof for the
+///   request (`htm`, `htu`, and `ath` the token's hash, by the token's key). A bound token as `Bearer` is refused with
+///   `WWW-Authenticate: DPoP error="invalid_token"`; a refused proof (a replayed `jti` among them) with
+///   `error="invalid_dpop_proof"`. Unbound tokens work as bearer tokens as before.
+/// - ``dpopProofs`` records every proof checked, with its claims, its key and why it was refused, if it was;
+///   ``jtiReplayCount`` and ``unprovenBoundTokenCount`` count what a correct client never does.
+///
 /// The token, revocation, device, authorization and OpenID endpoints send a `Date` header on the wall time of
 /// ``Configuration/clock``, which an OpenID client reads as the provider's clock; the resource routes send none.
 ///
@@ -158,12 +174,16 @@ public final class MockAuthorizationServer: Sendable {
     ///   - clock: The client's clock; the system's when `nil`.
     ///   - requestTimeout: The client's wall-clock deadline on one exchange.
     ///   - revocationRetry: The client's revocation retries; the client's default when `nil`.
+    ///   - usesDPoP: Whether the client asks for DPoP-bound tokens
+    ///     (``/SessionKit/OAuthClient/Configuration/usesDPoP``); when `nil`, whether this server's
+    ///     ``Configuration/dpop`` is on.
     /// - Returns: The client.
     public func makeClient(
         clientID: String? = nil,
         clock: (any SessionClock)? = nil,
         requestTimeout: Duration = .seconds(30),
-        revocationRetry: RetryPolicy? = nil
+        revocationRetry: RetryPolicy? = nil,
+        usesDPoP: Bool? = nil
     ) -> OAuthClient {
         var configuration = OAuthClient.Configuration(
             tokenEndpoint: tokenEndpoint,
@@ -172,7 +192,8 @@ public final class MockAuthorizationServer: Sendable {
             authorizationEndpoint: authorizationEndpoint,
             clientID: clientID ?? core.clientID,
             requestTimeout: requestTimeout,
-            clock: clock
+            clock: clock,
+            usesDPoP: usesDPoP ?? core.dpop
         )
         if let revocationRetry { configuration.revocationRetry = revocationRetry }
         return OAuthClient(configuration: configuration)
@@ -207,23 +228,28 @@ public final class MockAuthorizationServer: Sendable {
     ///   - scope: The grant's scope, if any. With `openid` in it, and ``Configuration/openID`` on, the tokens carry
     ///     an ID token (without a nonce), which ``tamperNextIDToken(_:times:)`` applies to as well.
     ///   - clock: The clock the returned token set's expiry is measured on (the client's); the system's when `nil`.
+    ///   - proofKey: A DPoP key to bind the tokens to, as if the sign-in had sent a proof of it (RFC 9449 §5): the
+    ///     token set is of type `DPoP` and carries the key. Requires ``Configuration/dpop``.
     /// - Returns: The tokens, as a client would have received them now.
-    /// - Throws: `SessionError(.invalidInput)` when the user is unknown; an error of the platform's cryptography
-    ///   when the ID token cannot be signed.
-    public func issueTokens(for user: String, scope: String? = nil, clock: (any SessionClock)? = nil) throws
-        -> TokenSet
-    {
+    /// - Throws: `SessionError(.invalidInput)` when the user is unknown, or for a `proofKey` while
+    ///   ``Configuration/dpop`` is off; an error of the platform's cryptography when the ID token cannot be signed.
+    public func issueTokens(
+        for user: String, scope: String? = nil, clock: (any SessionClock)? = nil, proofKey: DPoPKey? = nil
+    ) throws -> TokenSet {
+        guard proofKey == nil || core.dpop else {
+            throw SessionError(.invalidInput, "the mock binds tokens to DPoP keys only with Configuration.dpop on")
+        }
         let (now, wallNow) = (core.clock.now, core.clock.wallNow)
         let issued = core.state.withLock { state -> MockAuthorizationState.Issued? in
             guard state.users[user] != nil else { return nil }
-            return state.startFamily(user: user, scope: scope, now: now, authTime: wallNow)
+            return state.startFamily(user: user, scope: scope, now: now, authTime: wallNow, jkt: proofKey?.thumbprint)
         }
         guard let issued else { throw SessionError(.invalidInput, "the mock has no user named \(user)") }
         return TokenSet(
             accessToken: issued.accessToken, refreshToken: issued.refreshToken,
             idToken: try issued.idToken.flatMap { try core.signIDToken($0, now: wallNow) }, scope: issued.scope,
-            lifetime: issued.lifetime, receivedAt: (clock ?? SystemClock()).now,
-            receivedAtWall: (clock ?? SystemClock()).wallNow)
+            tokenType: proofKey == nil ? "Bearer" : "DPoP", proofKey: proofKey, lifetime: issued.lifetime,
+            receivedAt: (clock ?? SystemClock()).now, receivedAtWall: (clock ?? SystemClock()).wallNow)
     }
 
     /// Whether `token` is an access token the resource would accept now, or a refresh token the token endpoint
@@ -269,14 +295,16 @@ public final class MockAuthorizationServer: Sendable {
         }
     }
 
-    /// The user whose active access token `request` carries, if it does.
+    /// The user whose active access token `request` carries, if it does: as a bearer token when the token is not
+    /// bound, or with ``Configuration/dpop`` on as `Authorization: DPoP` with a valid proof of its key. To answer a
+    /// refused request with the right challenge (and a DPoP nonce), use ``checkAccess(_:)``.
     ///
     /// - Parameter request: A request to one of the test's own routes.
-    /// - Returns: The user, or `nil` when the request has no bearer token or it is not active.
+    /// - Returns: The user, or `nil` when the request has no token, it is not active, or its proof is refused.
+    /// - Important: A DPoP proof is checked, and its `jti` remembered, on every call (see ``checkAccess(_:)``).
     public func user(authorizing request: LocalServer.Request) -> String? {
-        guard let token = request.bearerToken else { return nil }
-        let now = core.clock.now
-        return core.state.withLock { $0.accessTokenUser(token, now: now) }
+        guard case .granted(let user) = core.checkAccess(request) else { return nil }
+        return user
     }
 
     // MARK: - The user's decisions
@@ -385,8 +413,9 @@ public final class MockAuthorizationServer: Sendable {
         core.controls.withLock { $0.holds[endpoint, default: []].append((gate, afterProcessing)) }
     }
 
-    /// Answers `path` with `handler` for requests that carry an active access token, and with 401 and a Bearer
-    /// challenge for the others; failures, delays and gates of ``Endpoint/resource`` apply.
+    /// Answers `path` with `handler` for requests that carry an active access token (with a valid DPoP proof when it
+    /// is bound, see ``checkAccess(_:)``), and with 401 and a challenge for the others; failures, delays and gates of
+    /// ``Endpoint/resource`` apply.
     ///
     /// - Parameters:
     ///   - method: The method, or `nil` for any.

@@ -11,6 +11,8 @@ struct MockAuthorizationState {
         let scope: String?
         /// When the user signed in to start the grant: the ID tokens' `auth_time`, refreshes included.
         let authTime: Date
+        /// The thumbprint of the DPoP key the grant's refresh tokens (and access tokens) are bound to, if any.
+        let jkt: String?
         var currentRefreshToken: String?
         var refreshTokens: [String] = []
         var accessTokens: [String] = []
@@ -21,6 +23,8 @@ struct MockAuthorizationState {
         let familyID: Int
         let user: String
         let expiresAt: ContinuousClock.Instant?
+        /// The thumbprint of the DPoP key the token is bound to, if any.
+        let jkt: String?
         var isRevoked = false
     }
 
@@ -68,7 +72,8 @@ struct MockAuthorizationState {
 
         /// A token response; `idToken` is the signed ID token of `issued`'s draft, once the core has signed it.
         static func tokens(_ issued: Issued, idToken: String? = nil) -> Reply {
-            var json = #"{"access_token":"\#(issued.accessToken)","token_type":"Bearer""#
+            let type = issued.jkt == nil ? "Bearer" : "DPoP"
+            var json = #"{"access_token":"\#(issued.accessToken)","token_type":"\#(type)""#
             if let lifetime = issued.lifetime { json += #","expires_in":\#(lifetime.components.seconds)"# }
             if let refreshToken = issued.refreshToken { json += #","refresh_token":"\#(refreshToken)""# }
             if let scope = issued.scope { json += #","scope":\#(JSONValue.quoted(scope))"# }
@@ -98,6 +103,8 @@ struct MockAuthorizationState {
     /// The ID tokens this server issued untampered, and whose they are: the `id_token_hint`s it accepts.
     var idTokenUsers: [String: String] = [:]
     var endSessions: [MockAuthorizationServer.EndSession] = []
+    /// The proofs, nonce and counters of DPoP.
+    var dpop = DPoPState()
     var endSessionRequests = 0
 
     var tokenRequests: [String: Int] = [:]
@@ -112,6 +119,7 @@ struct MockAuthorizationState {
 
     init(settings: MockAuthorizationServer.Configuration) {
         self.settings = settings
+        if settings.dpop, settings.requiresDPoPNonce { dpop.nonce = Self.makeNonce() }
     }
 
     // MARK: - Tokens
@@ -129,31 +137,38 @@ struct MockAuthorizationState {
         var refreshToken: String?
         var lifetime: Duration?
         var scope: String?
+        /// The thumbprint of the DPoP key the access token is bound to (`token_type` `DPoP`), if any.
+        var jkt: String? = nil
         /// The ID token to sign, when the server is an OpenID provider and the scope has `openid`.
         var idToken: IDTokenDraft?
     }
 
     /// Starts a grant for `user`, who signed in at `authTime`: a new family with its first access token (and
-    /// refresh token), and an ID token carrying `nonce` when the scope asks for one.
+    /// refresh token), bound to the DPoP key `jkt` names if any, and an ID token carrying `nonce` when the scope asks
+    /// for one.
     mutating func startFamily(
-        user: String, scope: String?, now: ContinuousClock.Instant, authTime: Date, nonce: String? = nil
+        user: String, scope: String?, now: ContinuousClock.Instant, authTime: Date, nonce: String? = nil,
+        jkt: String? = nil
     ) -> Issued {
         let familyID = nextFamilyID
         nextFamilyID += 1
-        families[familyID] = Family(user: user, scope: scope, authTime: authTime)
-        return issue(familyID: familyID, newRefreshToken: settings.issuesRefreshTokens, now: now, nonce: nonce)
+        families[familyID] = Family(user: user, scope: scope, authTime: authTime, jkt: jkt)
+        return issue(
+            familyID: familyID, newRefreshToken: settings.issuesRefreshTokens, now: now, nonce: nonce, jkt: jkt)
     }
 
-    /// Issues an access token in an existing family, a new current refresh token when asked, and an ID token when
-    /// the server is an OpenID provider and the family's scope has `openid` (OpenID Connect Core §3.1.3.3, §12.2).
+    /// Issues an access token in an existing family, bound to the DPoP key `jkt` names if any, a new current refresh
+    /// token when asked, and an ID token when the server is an OpenID provider and the family's scope has `openid`
+    /// (OpenID Connect Core §3.1.3.3, §12.2).
     mutating func issue(
-        familyID: Int, newRefreshToken: Bool, now: ContinuousClock.Instant, nonce: String? = nil
+        familyID: Int, newRefreshToken: Bool, now: ContinuousClock.Instant, nonce: String? = nil, jkt: String? = nil
     ) -> Issued {
         var family =
-            families[familyID] ?? Family(user: "nobody", scope: nil, authTime: .distantPast, isRevoked: true)
+            families[familyID] ?? Family(user: "nobody", scope: nil, authTime: .distantPast, jkt: nil, isRevoked: true)
         let accessToken = "at-\(family.user)-\(Self.randomPart())"
         accessIndex[accessToken] = AccessToken(
-            familyID: familyID, user: family.user, expiresAt: settings.accessTokenLifetime.map { now.advanced(by: $0) })
+            familyID: familyID, user: family.user, expiresAt: settings.accessTokenLifetime.map { now.advanced(by: $0) },
+            jkt: jkt)
         family.accessTokens.append(accessToken)
         var refreshToken: String?
         if newRefreshToken {
@@ -172,7 +187,7 @@ struct MockAuthorizationState {
         }
         return Issued(
             accessToken: accessToken, refreshToken: refreshToken, lifetime: settings.accessTokenLifetime,
-            scope: family.scope, idToken: idToken)
+            scope: family.scope, jkt: jkt, idToken: idToken)
     }
 
     mutating func revokeFamily(_ familyID: Int) {
@@ -202,26 +217,33 @@ struct MockAuthorizationState {
         if let grantType { tokenRequests[grantType, default: 0] += 1 }
     }
 
-    /// Answers a token request (RFC 6749 §4.1.3, §4.3.2, §6; RFC 8628 §3.4).
-    mutating func token(_ form: [String: String], now: ContinuousClock.Instant, wallNow: Date) -> Reply {
+    /// Answers a token request (RFC 6749 §4.1.3, §4.3.2, §6; RFC 8628 §3.4), whose DPoP proof, if it carried one,
+    /// was accepted (RFC 9449 §5): the tokens it issues are bound to the proof's key.
+    mutating func token(
+        _ form: [String: String], proof: AcceptedProof? = nil, now: ContinuousClock.Instant, wallNow: Date
+    ) -> Reply {
         guard form["client_id"] == settings.clientID else {
             return .error("invalid_client", "unknown client", status: 401)
         }
         switch form["grant_type"] {
-        case "refresh_token"?: return refresh(form, now: now)
-        case "authorization_code"?: return exchange(form, now: now)
+        case "refresh_token"?: return refresh(form, proof: proof, now: now)
+        case "authorization_code"?: return exchange(form, jkt: proof?.jkt, now: now)
         case "password"?:
             guard let username = form["username"], let password = form["password"], users[username] == password else {
                 return .error("invalid_grant", "wrong username or password")
             }
-            return .tokens(startFamily(user: username, scope: form["scope"], now: now, authTime: wallNow))
-        case MockAuthorizationServer.Grant.deviceCode.rawValue?: return pollDevice(form, now: now, wallNow: wallNow)
+            return .tokens(
+                startFamily(user: username, scope: form["scope"], now: now, authTime: wallNow, jkt: proof?.jkt))
+        case MockAuthorizationServer.Grant.deviceCode.rawValue?:
+            return pollDevice(form, jkt: proof?.jkt, now: now, wallNow: wallNow)
         case nil: return .error("invalid_request", "grant_type is missing")
         case _?: return .error("unsupported_grant_type", "this server does not support that grant")
         }
     }
 
-    private mutating func refresh(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+    private mutating func refresh(
+        _ form: [String: String], proof: AcceptedProof?, now: ContinuousClock.Instant
+    ) -> Reply {
         guard let token = form["refresh_token"] else { return .error("invalid_request", "refresh_token is missing") }
         // With rotation a refresh token is good for one use. Counted before any decision: a token presented again
         // is counted also when its grant was already revoked for another reason (reuse detection does not count
@@ -237,6 +259,18 @@ struct MockAuthorizationState {
         guard let familyID = refreshIndex[token], let family = families[familyID], !family.isRevoked else {
             return .error("invalid_grant", "the refresh token is unknown or revoked")
         }
+        // RFC 9449 §5: a bound refresh token is good only with a proof of its key; checked before reuse detection,
+        // so that whoever holds a copy without the key cannot end the grant.
+        if let bound = family.jkt {
+            guard let proof else {
+                dpop.unprovenBoundTokens += 1
+                return .error("invalid_dpop_proof", "the refresh token is bound to a DPoP key; send a proof of it")
+            }
+            guard proof.jkt == bound else {
+                dpop.proofs[proof.index].refusal = .anotherKey
+                return .error("invalid_grant", "the refresh token is bound to another DPoP key")
+            }
+        }
         guard family.currentRefreshToken == token else {
             // RFC 9700 §4.14.2: a rotated refresh token presented again means two parties hold the grant; end it.
             reuseDetections += 1
@@ -249,10 +283,14 @@ struct MockAuthorizationState {
                 return .error("invalid_scope", "the requested scope exceeds the grant")
             }
         }
-        return .tokens(issue(familyID: familyID, newRefreshToken: settings.rotatesRefreshTokens, now: now))
+        // An unbound grant's access token is bound to the proof's key when the refresh carries one (RFC 9449 §5).
+        return .tokens(
+            issue(
+                familyID: familyID, newRefreshToken: settings.rotatesRefreshTokens, now: now,
+                jkt: family.jkt ?? proof?.jkt))
     }
 
-    private mutating func exchange(_ form: [String: String], now: ContinuousClock.Instant) -> Reply {
+    private mutating func exchange(_ form: [String: String], jkt: String?, now: ContinuousClock.Instant) -> Reply {
         guard let code = form["code"] else { return .error("invalid_request", "code is missing") }
         if let used = usedCodes[code] {
             // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
@@ -274,12 +312,14 @@ struct MockAuthorizationState {
         else { return .error("invalid_grant", "the PKCE code verifier does not match the challenge") }
         let familyID = nextFamilyID
         let issued = startFamily(
-            user: grant.user, scope: grant.scope, now: now, authTime: grant.authTime, nonce: grant.nonce)
+            user: grant.user, scope: grant.scope, now: now, authTime: grant.authTime, nonce: grant.nonce, jkt: jkt)
         usedCodes[code]?.familyID = familyID
         return .tokens(issued)
     }
 
-    private mutating func pollDevice(_ form: [String: String], now: ContinuousClock.Instant, wallNow: Date) -> Reply {
+    private mutating func pollDevice(
+        _ form: [String: String], jkt: String?, now: ContinuousClock.Instant, wallNow: Date
+    ) -> Reply {
         guard let deviceCode = form["device_code"], let grant = devices[deviceCode] else {
             return .error("invalid_grant", "the device code is unknown")
         }
@@ -293,7 +333,7 @@ struct MockAuthorizationState {
         case .approved(let user):
             devices[deviceCode]?.decision = .consumed
             // The user signed in on another device a moment ago; the poll that sees it stands in for that time.
-            return .tokens(startFamily(user: user, scope: grant.scope, now: now, authTime: wallNow))
+            return .tokens(startFamily(user: user, scope: grant.scope, now: now, authTime: wallNow, jkt: jkt))
         }
     }
 

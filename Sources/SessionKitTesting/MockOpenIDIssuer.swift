@@ -11,15 +11,18 @@ struct MockOpenIDIssuer: Sendable {
     let impostorKey: P256SigningKey
     let issuer: String
     let clientID: String
+    /// Whether the server binds tokens to DPoP keys, which the discovery document then says (RFC 9449 §5.1).
+    let dpop: Bool
 
     /// A new issuer with fresh keys.
     ///
     /// - Throws: `CryptoError` when the platform cannot generate a key.
-    init(issuer: String, clientID: String) throws {
+    init(issuer: String, clientID: String, dpop: Bool = false) throws {
         key = try P256SigningKey()
         impostorKey = try P256SigningKey()
         self.issuer = issuer
         self.clientID = clientID
+        self.dpop = dpop
     }
 
     /// The `kid`: the key's JWK thumbprint (RFC 7638), so it changes with the key and names nothing else.
@@ -38,7 +41,7 @@ struct MockOpenIDIssuer: Sendable {
     var discoveryJSON: String {
         func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
         func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
-        return JSONValue.object([
+        var members: [String: JSONValue] = [
             "issuer": .string(issuer),
             "authorization_endpoint": endpoint("/authorize"),
             "token_endpoint": endpoint("/token"),
@@ -55,7 +58,9 @@ struct MockOpenIDIssuer: Sendable {
             "code_challenge_methods_supported": strings(["S256"]),
             "token_endpoint_auth_methods_supported": strings(["none"]),
             "claims_supported": strings(["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"]),
-        ]).serialized
+        ]
+        if dpop { members["dpop_signing_alg_values_supported"] = strings(["ES256"]) }
+        return JSONValue.object(members).serialized
     }
 
     /// The signed ID token `draft` describes, issued at `now` (OpenID Connect Core §2, §3.1.3.6), with what its

@@ -22,6 +22,15 @@ import Testing
 ///   record is gone once its sign-out completed; nothing is left once every account signed out;
 /// - no refresh result that completed after its session ended was stored or sent.
 ///
+/// Every other schedule (by seed) signs in with DPoP (RFC 9449): each sign-in's tokens are bound to a fresh key, and
+/// the mock checks every proof at its token endpoint and resources; every other batch the mock also requires its
+/// nonce. After every step those schedules also check:
+/// - the server saw no proof's `jti` twice;
+/// - no proof of a session's key was made after the session ended (its `iat`, whole seconds of the system's wall
+///   clock, more than a second after the end), and none reached the token endpoint after the end unless a refresh
+///   of the session was in flight then (that request and its one retry with a nonce, no more);
+/// - no request of a bound session carried a bearer token, and no refresh of one was asked for without its key.
+///
 /// And liveness — a user who did nothing wrong stays signed in, and what the app shows follows `current` — while
 /// schedules also cancel callers (the caller that started a refresh among them), hold refresh requests and their
 /// answers (after the server rotated the refresh token) past the refresh policy's `waitTimeout`, make the
@@ -42,14 +51,18 @@ import Testing
 ///
 ///       SESSIONKIT_SEED=1234567 SESSIONKIT_STEPS=0,3,4 swift test --filter InterleavingTests
 ///
+/// - `SESSIONKIT_DPOP_NONCES`: `1` or `0` makes every batch's mock require DPoP nonces, or none (by default every
+///   other batch does, the first one not); a failure's replay line says which its batch had.
 /// - `SESSIONKIT_LIST_VIOLATIONS`: when set, prints every failing schedule's violations and trace, not only the
 ///   first one's (to see which kinds of violation a change causes).
 ///
-/// It prints two lines, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke a safety
-/// invariant, and `liveness: schedules: N, reused: R, spurious: S, mismatched: M`, where R, S and M count the
-/// schedules that showed each kind of liveness violation. On a failure it also prints, for each kind, the first
-/// failing schedule's seed, its violations, and the shortest trace it found that still shows that kind, by
-/// re-running the schedule with steps removed.
+/// It prints three lines, `schedules: N, violations: V, seed: S`, where V counts the schedules that broke a safety
+/// invariant, `liveness: schedules: N, reused: R, spurious: S, mismatched: M`, where R, S and M count the
+/// schedules that showed each kind of liveness violation, and `dpop: schedules: D, proofs: P (refused: why N, …),
+/// jti replays: J, bound tokens unproven: U`, what the mocks saw of the DPoP schedules (with nonces on, each
+/// session's first proof to each endpoint is refused as `wrongNonce` and sent again). On a failure it also prints,
+/// for each kind, the first failing schedule's seed, its violations, and the shortest trace it found that still
+/// shows that kind, by re-running the schedule with steps removed.
 @Suite(.timeLimit(.minutes(TimeLimit.scaled(45, by: "SESSIONKIT_SCHEDULES", reference: 10_000))))
 struct InterleavingTests {
     private static let batchSize = 250
@@ -74,19 +87,24 @@ struct InterleavingTests {
             return (keep ?? Array(all.indices)).filter { all.indices.contains($0) }.map { ($0, all[$0]) }
         }
 
+        let forcedNonces = environment["SESSIONKIT_DPOP_NONCES"].map { $0 == "1" }
         var failures: [Failure] = []
+        var dpop = (schedules: 0, proofs: 0, replays: 0, unproven: 0)
+        var refusals: [MockAuthorizationServer.DPoPRefusal: Int] = [:]
         var start = 0
         while start < count {
             let end = min(start + Self.batchSize, count)
-            let world = try await InterleavingWorld.start()
+            let world = try await InterleavingWorld.start(
+                dpopNonces: forcedNonces ?? ((start / Self.batchSize) % 2 == 1))
             let found = try await withThrowingTaskGroup(of: Failure?.self) { group in
                 var next = start
                 var found: [Failure] = []
                 func add() {
                     let seed = replay ?? ScheduleStep.seed(base: base, index: next)
                     next += 1
+                    if ScheduleRun.usesDPoP(seed: seed) { dpop.schedules += 1 }
                     group.addTask {
-                        let outcome = try await ScheduleRun(world: world).run(steps(of: seed).map(\.step))
+                        let outcome = try await ScheduleRun(world: world, seed: seed).run(steps(of: seed).map(\.step))
                         return outcome.violations.isEmpty ? nil : Failure(seed: seed, outcome: outcome)
                     }
                 }
@@ -111,6 +129,11 @@ struct InterleavingTests {
                 try await report(first, kind: kind, steps: steps(of: first.seed), world: world)
             }
             failures += found
+            let proofs = world.mock.dpopProofs
+            dpop.proofs += proofs.count
+            for refusal in proofs.compactMap(\.refusal) { refusals[refusal, default: 0] += 1 }
+            dpop.replays += world.mock.jtiReplayCount
+            dpop.unproven += world.mock.unprovenBoundTokenCount
             await world.stop()
             start = end
         }
@@ -123,7 +146,17 @@ struct InterleavingTests {
         print(
             "liveness: schedules: \(count), reused: \(reused.count), spurious: \(spurious.count), "
                 + "mismatched: \(mismatched.count)")
+        print(
+            "dpop: schedules: \(dpop.schedules), proofs: \(dpop.proofs) (refused: "
+                + (refusals.isEmpty
+                    ? "none"
+                    : refusals.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }
+                        .joined(separator: ", ")) + "), "
+                + "jti replays: \(dpop.replays), bound tokens unproven: \(dpop.unproven)")
         #expect(violating.isEmpty, "schedules broke an invariant; first seed \(violating.first ?? 0)")
+        // What the schedules' own checks attribute to a seed, counted by the servers as well.
+        #expect(dpop.replays == 0, "the servers saw \(dpop.replays) jti replays")
+        #expect(dpop.unproven == 0, "the servers saw \(dpop.unproven) bound tokens used without a proof")
         #expect(reused.isEmpty, "schedules presented a refresh token twice; first seed \(reused.first ?? 0)")
         #expect(spurious.isEmpty, "schedules lost a session nobody ended; first seed \(spurious.first ?? 0)")
         #expect(mismatched.isEmpty, "schedules let state or containers drift; first seed \(mismatched.first ?? 0)")
@@ -168,7 +201,8 @@ struct InterleavingTests {
                 var reproduced: ScheduleRun.Outcome?
                 for _ in 0..<4 where reproduced == nil && budget > 0 && !candidate.isEmpty {
                     budget -= 1
-                    let outcome = try await ScheduleRun(world: world).run(candidate.map { steps[$0].step })
+                    let outcome = try await ScheduleRun(world: world, seed: failure.seed).run(
+                        candidate.map { steps[$0].step })
                     if outcome.kinds.contains(kind) { reproduced = outcome }
                 }
                 if let reproduced {
@@ -183,10 +217,12 @@ struct InterleavingTests {
         let replay = kept.map { String(steps[$0].index) }.joined(separator: ",")
         print(
             """
-            InterleavingTests: schedule \(failure.seed) broke an invariant (\(kind)):
+            InterleavingTests: schedule \(failure.seed)\(ScheduleRun.usesDPoP(seed: failure.seed) ? " (DPoP)" : "") \
+            broke an invariant (\(kind)):
               \(failure.outcome.violations.joined(separator: "\n  "))
             shortest failing trace (\(kept.count) of \(steps.count) steps; \
-            replay: SESSIONKIT_SEED=\(failure.seed) SESSIONKIT_STEPS=\(replay) swift test --filter InterleavingTests):
+            replay: SESSIONKIT_SEED=\(failure.seed) SESSIONKIT_STEPS=\(replay) \
+            SESSIONKIT_DPOP_NONCES=\(world.dpopNonces ? 1 : 0) swift test --filter InterleavingTests):
               \(shortest.violations.joined(separator: "\n  "))
               \(shortest.trace.joined(separator: "\n  "))
             """

@@ -50,8 +50,9 @@ package enum DPoPProof {
         components.query = nil
         components.fragment = nil
         components.scheme = scheme
-        // RFC 3986 §6.2.2.1 case normalization, which RFC 9449 §4.3 has servers apply.
-        components.host = components.host?.lowercased()
+        // RFC 3986 §6.2.2.1: the host is case-insensitive; its normal form is lower case. Foundation on Linux keeps
+        // the case the URL was written in, so a server comparing `htu` exactly would refuse the proof.
+        if let host = components.host, host != host.lowercased() { components.host = host.lowercased() }
         if components.path.isEmpty { components.path = "/" }
         return components.url?.absoluteString
     }

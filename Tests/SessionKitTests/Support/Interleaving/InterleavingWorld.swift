@@ -6,20 +6,27 @@ import SessionKitTesting
     import FoundationNetworking
 #endif
 
-/// What a batch of schedules shares: one authorization server (which is also the resource server), one OAuth
-/// client, and the log of what reached the resource routes, kept per schedule.
+/// What a batch of schedules shares: one authorization server (which is also the resource server) in its DPoP mode,
+/// two OAuth clients (one for bearer tokens, one that signs in with DPoP), and the log of what reached the resource
+/// routes, kept per schedule.
+///
+/// The mock binds the tokens of a sign-in that sent a DPoP proof to its key and checks every proof (RFC 9449); a
+/// schedule's sessions use bearer tokens or DPoP-bound tokens, as the schedule's seed says. With `dpopNonces` every
+/// proof must carry the server's nonce.
 ///
 /// Resource routes: `/fast` answers at once; `/slow` waits at the gate the schedule registered for the call, so
-/// the scheduler decides when it answers. Both check the bearer token with the mock (revoked and invalidated
-/// tokens get 401 and a Bearer challenge) and log every arrival before anything else, with the arrival instant
+/// the scheduler decides when it answers. Both check the token (and proof) with the mock (revoked and invalidated
+/// tokens get 401 and a challenge) and log every arrival before anything else, with the arrival instant
 /// LocalServer stamped when the whole request had been read.
 final class InterleavingWorld: Sendable {
     /// One request that reached a resource route.
     struct Arrival: Sendable {
         /// The schedule's call that sent it (`X-Call`).
         let call: Int
-        /// The bearer token it carried.
+        /// The access token it carried, as a bearer token or a DPoP-bound one.
         let token: String?
+        /// Its `Authorization` scheme: `Bearer` or `DPoP`.
+        let scheme: String?
         /// When the whole request had arrived.
         let arrivedAt: ContinuousClock.Instant
         /// When its handler answered (or gave up because the client left); `nil` while it has not.
@@ -27,17 +34,26 @@ final class InterleavingWorld: Sendable {
     }
 
     let mock: MockAuthorizationServer
+    /// Refreshes (with a proof when the session's tokens are bound) and revocations, for every schedule.
     let client: OAuthClient
+    /// Signs in with a fresh DPoP key per sign-in, for the schedules whose sessions use DPoP.
+    let dpopClient: OAuthClient
+    /// Whether the mock asks every proof for its nonce.
+    let dpopNonces: Bool
     private let arrivals = Locked<[Int: [Arrival]]>([:])
     private let gates = Locked<[String: Gate]>([:])
 
-    private init(mock: MockAuthorizationServer) {
+    private init(mock: MockAuthorizationServer, dpopNonces: Bool) {
         self.mock = mock
-        self.client = mock.makeClient()
+        self.client = mock.makeClient(usesDPoP: false)
+        self.dpopClient = mock.makeClient(usesDPoP: true)
+        self.dpopNonces = dpopNonces
     }
 
-    static func start() async throws -> InterleavingWorld {
-        let world = InterleavingWorld(mock: try await MockAuthorizationServer.start())
+    static func start(dpopNonces: Bool) async throws -> InterleavingWorld {
+        let mock = try await MockAuthorizationServer.start(
+            configuration: .init(dpop: true, requiresDPoPNonce: dpopNonces))
+        let world = InterleavingWorld(mock: mock, dpopNonces: dpopNonces)
         for (path, slow) in [("/fast", false), ("/slow", true)] {
             world.mock.server.route(path) { [weak world] request in
                 await world?.serve(request, slow: slow) ?? .status(503)
@@ -79,8 +95,11 @@ final class InterleavingWorld: Sendable {
             let schedule = Int(tag[..<dot]), let call = Int(tag[tag.index(after: dot)...])
         else { return .status(400) }
         let index = arrivals.withLock { all -> Int in
+            let scheme = request.bearerToken != nil ? "Bearer" : request.dpopToken != nil ? "DPoP" : nil
             all[schedule, default: []].append(
-                Arrival(call: call, token: request.bearerToken, arrivedAt: request.arrivedAt))
+                Arrival(
+                    call: call, token: request.bearerToken ?? request.dpopToken, scheme: scheme,
+                    arrivedAt: request.arrivedAt))
             return all[schedule, default: []].count - 1
         }
         defer {
@@ -90,10 +109,13 @@ final class InterleavingWorld: Sendable {
                 }
             }
         }
-        guard let user = mock.user(authorizing: request) else {
-            return .json(
-                #"{"error":"invalid_token"}"#, status: 401,
-                headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#), ("Cache-Control", "no-store")])
+        let user: String
+        switch mock.checkAccess(request) {
+        case .granted(let granted):
+            user = granted
+        case .refused(var refusal):
+            refusal.headers.append(("Cache-Control", "no-store"))
+            return refusal
         }
         if slow, let gate = gates.withLock({ $0[tag] }) { await gate.wait() }
         return .json(#"{"user":"\#(user)"}"#, headers: [("Cache-Control", "no-store")])

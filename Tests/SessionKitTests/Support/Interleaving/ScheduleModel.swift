@@ -1,3 +1,4 @@
+import Foundation
 import SessionKitTesting
 
 @testable import SessionKit
@@ -33,6 +34,8 @@ final class ScheduleModel: Sendable {
         let screen: SessionScoped<ScheduleRun.Loaded?>
         /// When the first end marker ran: after `isActive` went down.
         var endedAt: ContinuousClock.Instant?
+        /// The system's wall time then, which DPoP proofs' `iat` is compared with.
+        var endedAtWall: Date?
         /// The step whose manager call ended the session, if a step did.
         var endedByStep: Int?
         /// Every call of the session started before the end marker ran.
@@ -89,6 +92,11 @@ final class ScheduleModel: Sendable {
         var nextCall = 1
         /// Every token the schedule saw issued, and the session it was issued to.
         var tokenOwner: [String: Int] = [:]
+        /// The thumbprint of the DPoP key each session's tokens are bound to, for the sessions whose tokens are.
+        var keys: [Int: String] = [:]
+        /// Per session, its refreshes' calls of the token endpoint: when each began and, once it returned, when it
+        /// returned.
+        var refreshCalls: [Int: [(began: ContinuousClock.Instant, returned: ContinuousClock.Instant?)]] = [:]
         /// Tokens from refreshes that completed after their session ended.
         var lateTokens: Set<String> = []
         var scripts: [Int: [RefreshScript]] = [:]
@@ -102,13 +110,20 @@ final class ScheduleModel: Sendable {
     }
 
     let state = Locked(State())
+    /// The schedule's seed, which every violation names.
+    let seed: UInt64
 
-    /// Records a violation once, with where it was first seen.
+    init(seed: UInt64) {
+        self.seed = seed
+    }
+
+    /// Records a violation once, with where it was first seen and the schedule's seed.
     func violation(_ message: String, at label: String, kind: Kind = .safety) {
         state.withLock { state in
             state.kinds.insert(kind)
             if state.reported.insert(message).inserted {
-                state.violations.append("\(label): \(kind == .safety ? "" : "[\(kind)] ")\(message)")
+                state.violations.append(
+                    "\(label) (seed \(seed)): \(kind == .safety ? "" : "[\(kind)] ")\(message)")
             }
         }
     }
@@ -160,6 +175,7 @@ final class ScheduleModel: Sendable {
         state.withLock { state in
             state.tokenOwner[tokens.accessToken] = ordinal
             if let refresh = tokens.refreshToken { state.tokenOwner[refresh] = ordinal }
+            if let key = tokens.proofKey { state.keys[ordinal] = key.thumbprint }
         }
     }
 
@@ -176,11 +192,13 @@ final class ScheduleModel: Sendable {
         guard let (session, generation) = registration else { return }
         session.onEnd { [state] in
             let now = ContinuousClock.now
+            let wallNow = Date()
             let endingStep = StepContext.step
             state.withLock { state in
                 guard var record = state.sessions[ordinal] else { return }
                 if record.endedAt == nil {
                     record.endedAt = now
+                    record.endedAtWall = wallNow
                     record.endedByStep = endingStep
                     record.startedBeforeEnd = Set(state.calls.filter { $0.value.session == ordinal }.keys)
                 }
@@ -222,16 +240,46 @@ final class ScheduleModel: Sendable {
 }
 
 /// The schedule's token endpoint: the mock's OAuth client, with failures and holds the schedule scripts per
-/// session, and every issued token recorded with the session it belongs to.
+/// session, and every issued token recorded with the session it belongs to. A refresh of DPoP-bound tokens is sent
+/// with a proof of the key the session passes.
 struct ScheduleTokenEndpoint: TokenEndpoint {
     let client: OAuthClient
     let model: ScheduleModel
-    let clock: ManualClock
+    /// The sessions' clock, which the returned tokens' expiry is measured on.
+    let clock: any SessionClock
 
     func refresh(using refreshToken: String) async throws -> TokenSet {
+        try await refresh(using: refreshToken, account: nil, proofKey: nil)
+    }
+
+    func refresh(using refreshToken: String, for account: Account, proofKey: DPoPKey?) async throws -> TokenSet {
+        try await refresh(using: refreshToken, account: account, proofKey: proofKey)
+    }
+
+    private func refresh(using refreshToken: String, account: Account?, proofKey: DPoPKey?) async throws -> TokenSet {
         model.state.withLock { $0.refreshesInProgress += 1 }
         defer { model.state.withLock { $0.refreshesInProgress -= 1 } }
-        switch model.takeScript(for: model.owner(of: refreshToken)) {
+        let owner = model.owner(of: refreshToken)
+        let call = model.state.withLock { state -> Int? in
+            guard let owner else { return nil }
+            state.refreshCalls[owner, default: []].append((ContinuousClock.now, nil))
+            return state.refreshCalls[owner, default: []].count - 1
+        }
+        defer {
+            if let owner, let call {
+                model.state.withLock { $0.refreshCalls[owner]?[call].returned = ContinuousClock.now }
+            }
+        }
+        if let owner, let bound = model.state.withLock({ $0.keys[owner] }), proofKey?.thumbprint != bound {
+            model.violation(
+                "a refresh of #\(owner)'s DPoP-bound tokens was asked for "
+                    + (proofKey == nil ? "without a key" : "with another key"), at: "refresh")
+        }
+        let send = { [client] () async throws -> TokenSet in
+            guard let account else { return try await client.refresh(using: refreshToken) }
+            return try await client.refresh(using: refreshToken, for: account, proofKey: proofKey)
+        }
+        switch model.takeScript(for: owner) {
         case .transient?:
             throw SessionError(.providerOutage, "scripted outage", statusCode: 503)
         case .rejected?:
@@ -239,13 +287,13 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
         case .hold(let gate)?:
             await gate.wait()
         case .holdAnswer(let gate)?:
-            let fresh = try await client.refresh(using: refreshToken)
+            let fresh = try await send()
             await gate.wait()
             return answer(fresh, presenting: refreshToken)
         case nil:
             break
         }
-        return answer(try await client.refresh(using: refreshToken), presenting: refreshToken)
+        return answer(try await send(), presenting: refreshToken)
     }
 
     private func answer(_ fresh: TokenSet, presenting refreshToken: String) -> TokenSet {
@@ -253,8 +301,22 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
         // Expiry on the schedule's clock, so `expire` steps reach the tokens a refresh returned too.
         return TokenSet(
             accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, idToken: fresh.idToken,
-            scope: fresh.scope, tokenType: fresh.tokenType, lifetime: fresh.lifetime, receivedAt: clock.now,
-            receivedAtWall: clock.wallNow)
+            scope: fresh.scope, tokenType: fresh.tokenType, proofKey: fresh.proofKey, lifetime: fresh.lifetime,
+            receivedAt: clock.now, receivedAtWall: clock.wallNow)
+    }
+}
+
+/// The clock of a schedule whose sessions use DPoP: the schedule's manual clock for everything SessionKit decides
+/// by (expiry, backoff, waits), and the system's wall clock, which a proof's `iat` is stamped with and which the
+/// shared mock checks it against. (A manual wall clock would move an hour at each `expire` step; the mock's does not.)
+struct ScheduleDPoPClock: SessionClock {
+    let manual: ManualClock
+
+    var now: ContinuousClock.Instant { manual.now }
+    var wallNow: Date { Date() }
+
+    func sleep(until deadline: ContinuousClock.Instant) async throws {
+        try await manual.sleep(until: deadline)
     }
 }
 

@@ -8,6 +8,8 @@ import SessionKitTesting
 
 /// Runs one schedule — a fresh `SessionManager` over a recording store, three accounts, one registered
 /// `SessionScoped` container — against a batch's shared server, and checks the invariants after every step.
+/// With `dpop`, every sign-in asks the server for tokens bound to a fresh DPoP key (RFC 9449), so every request and
+/// refresh of the schedule carries a proof the server checks.
 ///
 /// Steps run one after another; what they start (requests, forced refreshes, sign-outs whose revocation is held)
 /// runs concurrently with the steps that follow, over real sockets, until a later step opens its gate, cancels
@@ -36,8 +38,12 @@ final class ScheduleRun: Sendable {
 
     let id: Int
     let world: InterleavingWorld
-    let model = ScheduleModel()
+    /// Whether the sessions' tokens are DPoP-bound.
+    let dpop: Bool
+    let model: ScheduleModel
     let clock = ManualClock()
+    /// The clock the sessions read: ``clock``, with the system's wall time under DPoP.
+    let sessionClock: any SessionClock
     let store = RecordingCredentialStore()
     let manager: SessionManager
     let container = SessionScoped<Loaded?>(empty: nil)
@@ -52,22 +58,28 @@ final class ScheduleRun: Sendable {
     private let gates = Locked<[(name: String, gate: Gate)]>([])
     private let steps = Locked<[String]>([])
 
-    init(world: InterleavingWorld) throws {
+    /// Whether the schedule `seed` names uses DPoP-bound tokens: every other one.
+    static func usesDPoP(seed: UInt64) -> Bool { seed & 1 == 1 }
+
+    init(world: InterleavingWorld, seed: UInt64) throws {
         let id = Self.runs.withLock { runs in
             runs += 1
             return runs
         }
         self.id = id
         self.world = world
+        dpop = Self.usesDPoP(seed: seed)
+        model = ScheduleModel(seed: seed)
+        sessionClock = dpop ? ScheduleDPoPClock(manual: clock) : clock
         users = ["alice", "bob", "carol"].map { "r\(id)-\($0)" }
         accounts = users.map { Account(issuer: world.mock.issuer, subject: $0) }
         for user in users { try world.mock.addUser(user) }
         manager = SessionManager(
             configuration: .init(
                 store: store,
-                tokenEndpoint: ScheduleTokenEndpoint(client: world.client, model: model, clock: clock),
+                tokenEndpoint: ScheduleTokenEndpoint(client: world.client, model: model, clock: sessionClock),
                 revoker: ScheduleRevoker(client: world.client, model: model),
-                sessionConfiguration: UserSession.Configuration(cacheMaximumBytes: 0, clock: clock),
+                sessionConfiguration: UserSession.Configuration(cacheMaximumBytes: 0, clock: sessionClock),
                 refreshPolicy: RefreshPolicy(
                     jitter: .zero, waitTimeout: Self.waitTimeout,
                     retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero))
@@ -378,7 +390,7 @@ final class ScheduleRun: Sendable {
         let ordinal = model.newOrdinal()
         let tokens: TokenSet
         do {
-            tokens = try world.mock.issueTokens(for: users[account], clock: clock)
+            tokens = try await grant(for: users[account])
         } catch {
             return "the mock refused to issue tokens: \(error)"
         }
@@ -421,6 +433,20 @@ final class ScheduleRun: Sendable {
         } catch {
             return "\(cancelled ? "cancelled " : "")sign-in of \(users[account]) failed: \(error)"
         }
+    }
+
+    /// A new grant's tokens for `user`, their expiry on the sessions' clock: issued by the mock directly, or under
+    /// DPoP through the password grant with a proof of a fresh key, which the tokens are bound to.
+    private func grant(for user: String) async throws -> TokenSet {
+        guard dpop else { return try world.mock.issueTokens(for: user, clock: clock) }
+        let fresh = try await world.dpopClient.password(username: user, password: "password")
+        guard fresh.proofKey != nil, fresh.tokenType == "DPoP" else {
+            throw SessionError(.malformedTokenResponse, "a DPoP sign-in got unbound tokens")
+        }
+        return TokenSet(
+            accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, scope: fresh.scope,
+            tokenType: fresh.tokenType, proofKey: fresh.proofKey, lifetime: fresh.lifetime, receivedAt: clock.now,
+            receivedAtWall: sessionClock.wallNow)
     }
 
     /// Records, before a step that may end `ordinal`, which of its calls run and which are held at the server.
@@ -586,6 +612,67 @@ final class ScheduleRun: Sendable {
         checkReuse(at: label)
         checkSessionsStay(at: label)
         await checkAgreement(at: label)
+        checkProofs(at: label)
+    }
+
+    // MARK: - DPoP
+
+    /// With DPoP: the server saw no `jti` twice; no proof of an ended session's key was signed after its end, or
+    /// reached the token endpoint after it unless its refresh was in flight then (and then only that request and
+    /// its one retry with a nonce); no request of a bound session carried a bearer token.
+    ///
+    /// A proof's `iat` is whole seconds of the system's wall clock (floored), so `iat` more than a second after the
+    /// wall time the end marker noted means the proof was made after the session ended. Resource requests already
+    /// on their way at the end are judged by `checkArrivals`, by their DPoP token.
+    private func checkProofs(at label: String) {
+        guard dpop else { return }
+        let state = model.state.withLock { $0 }
+        var jtis: [String: Int] = [:]
+        for (ordinal, thumbprint) in state.keys.sorted(by: { $0.key < $1.key }) {
+            let proofs = world.mock.dpopProofs(keyThumbprint: thumbprint)
+            for proof in proofs {
+                if let jti = proof.jti { jtis[jti, default: 0] += 1 }
+                if proof.refusal == .replayedJTI {
+                    model.violation(
+                        "a proof of #\(ordinal)'s key for \(proof.htm ?? "?") \(proof.htu ?? "?") reused a jti the "
+                            + "server had seen", at: label)
+                }
+            }
+            guard let record = state.sessions[ordinal], let endedAt = record.endedAt,
+                let endedAtWall = record.endedAtWall
+            else { continue }
+            let late = proofs.filter { $0.arrivedAt > endedAt }
+            for proof in late {
+                guard let issuedAt = proof.issuedAt, issuedAt.timeIntervalSince(endedAtWall) > 1 else { continue }
+                model.violation(
+                    "a proof of #\(ordinal)'s key for \(proof.htm ?? "?") \(proof.htu ?? "?") was made after "
+                        + "#\(ordinal) ended (iat \(issuedAt.timeIntervalSince1970), ended at "
+                        + "\(endedAtWall.timeIntervalSince1970))",
+                    at: label)
+            }
+            let lateRefreshes = late.filter { $0.endpoint == .token }.count
+            let inFlight = (state.refreshCalls[ordinal] ?? []).filter { call in
+                call.began < endedAt && call.returned.map { $0 > endedAt } ?? true
+            }
+            if lateRefreshes > 0, inFlight.isEmpty {
+                model.violation(
+                    "\(lateRefreshes) token requests with proofs of #\(ordinal)'s key reached the server after "
+                        + "#\(ordinal) ended, though no refresh of it was in flight then", at: label)
+            } else if lateRefreshes > 2 * inFlight.count {
+                model.violation(
+                    "\(lateRefreshes) token requests with proofs of #\(ordinal)'s key reached the server after "
+                        + "#\(ordinal) ended: more than its refresh in flight and one retry with a nonce", at: label)
+            }
+        }
+        for (jti, count) in jtis where count > 1 {
+            model.violation("the server saw jti \(jti) \(count) times", at: label)
+        }
+        for arrival in world.arrivals(of: id) where arrival.scheme != "DPoP" {
+            let caller = state.calls[arrival.call].map { "#\($0.session)" } ?? "an unknown session"
+            model.violation(
+                "call \(arrival.call) of \(caller), whose tokens are DPoP-bound, carried "
+                    + (arrival.scheme.map { "a \($0) token" } ?? "no token"), at: label)
+        }
     }
 
     // MARK: - Liveness
