@@ -48,6 +48,14 @@ import Testing
         }
     }
 
+    /// The browser's part of a sign-in: follows the authorization URL to the callback it redirects to.
+    static func followInBrowser(_ url: URL) async throws -> URL {
+        let browser = URLSession(configuration: .ephemeral)
+        defer { browser.finishTasksAndInvalidate() }
+        let (_, response) = try await browser.data(for: URLRequest(url: url))
+        return try #require(response.url)
+    }
+
     @Test func gettingStarted() async throws {
         try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app", openID: true)) { mock in
             try mock.addUser("alice")
@@ -57,12 +65,7 @@ import Testing
             let redirectURI = mock.callbackURL.absoluteString
             // The browser's part: the user signs in as alice, and the server redirects to the callback.
             try mock.approveNextAuthorization(as: "alice")
-            @Sendable func openInBrowser(_ url: URL) async throws -> URL {
-                let browser = URLSession(configuration: .ephemeral)
-                defer { browser.finishTasksAndInvalidate() }
-                let (_, response) = try await browser.data(for: URLRequest(url: url))
-                return try #require(response.url)
-            }
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL { try await Self.followInBrowser(url) }
 
             // sample-begin: getting-started-setup
             let provider = OpenIDProvider(
@@ -122,12 +125,7 @@ import Testing
             let store = InMemoryCredentialStore()
             let redirectURI = mock.callbackURL.absoluteString
             let issuerURL = try #require(URL(string: mock.issuer))
-            @Sendable func openInBrowser(_ url: URL) async throws -> URL {
-                let browser = URLSession(configuration: .ephemeral)
-                defer { browser.finishTasksAndInvalidate() }
-                let (_, response) = try await browser.data(for: URLRequest(url: url))
-                return try #require(response.url)
-            }
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL { try await Self.followInBrowser(url) }
 
             // sample-begin: openid-sign-in
             let provider = OpenIDProvider(

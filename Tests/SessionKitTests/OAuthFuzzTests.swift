@@ -48,8 +48,8 @@ struct OAuthFuzzTests {
     }
 }
 
-/// SplitMix64: small, fast, and the same sequence on every platform for a seed.
-private struct SplitMix64: RandomNumberGenerator {
+/// SplitMix64: small, fast, and the same sequence on every platform for a seed (the fuzz suites share it).
+struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

@@ -11,18 +11,6 @@ import Testing
 /// `SESSIONKIT_SEED` replays a run, whose seed is printed.
 @Suite(.timeLimit(.minutes(TimeLimit.scaled(20, by: "SESSIONKIT_FUZZ_INPUTS", reference: 100_000))))
 struct OpenIDFuzzTests {
-    /// SplitMix64, the same sequence on every platform for a seed.
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let fragments: [[UInt8]] =
         [
             ".", "..", "=", "-", "_", "+", "/", "\"", "{", "}", "[", "]", ":", ",", "null", "1e999", "-1", "\\u0000",
@@ -30,7 +18,7 @@ struct OpenIDFuzzTests {
             "\"crit\":[\"x\"],", "\"kid\":7,", "AAAA", "é",
         ].map { Array($0.utf8) } + [[0xFF], [0x00], [0xC3]]
 
-    static func mutate(_ input: [UInt8], _ random: inout Random) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var bytes = input
         for _ in 0..<Int.random(in: 1...4, using: &random) {
             let position = bytes.isEmpty ? 0 : Int.random(in: 0...bytes.count, using: &random)
@@ -75,7 +63,7 @@ struct OpenIDFuzzTests {
         let total = environment["SESSIONKIT_FUZZ_INPUTS"].flatMap { Int($0) }.map { max($0, 0) } ?? 5_000
         let seed = environment["SESSIONKIT_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         print("openid fuzz: \(total) inputs, seed: \(seed)")
-        var random = Random(state: seed)
+        var random = SplitMix64(state: seed)
 
         let issuer = try TestIssuer(keyID: "ec-1")
         let token = try issuer.token(issuer.claims())
