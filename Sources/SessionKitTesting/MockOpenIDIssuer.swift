@@ -90,14 +90,11 @@ struct MockOpenIDIssuer: Sendable {
         case .signedByAnotherKey?: signingKey = impostorKey
         }
         let header: [String: JSONValue] = ["alg": .string("ES256"), "typ": .string("JWT"), "kid": .string(keyID)]
-        let input =
-            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
-            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
-        return input + "." + Base64URL.encode(try signingKey.sign(Array(input.utf8)))
+        return try CompactJWS.signed(header: header, claims: claims, with: signingKey)
     }
 
     /// `at_hash` for ES256: the left half of the access token's SHA-256, base64url (OpenID Connect Core §3.1.3.6).
     static func accessTokenHash(_ accessToken: String) -> String {
-        Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)).prefix(16))
+        IDTokenValidator.accessTokenHash(of: accessToken, algorithm: .es256)
     }
 }

@@ -30,11 +30,8 @@ package enum DPoPProof {
         ]
         if let accessToken { claims["ath"] = .string(Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)))) }
         if let nonce { claims["nonce"] = .string(nonce) }
-        let input =
-            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
-            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
         do {
-            return input + "." + Base64URL.encode(try key.signingKey.sign(Array(input.utf8)))
+            return try CompactJWS.signed(header: header, claims: claims, with: key.signingKey)
         } catch {
             throw SessionError(.invalidInput, "the DPoP proof could not be signed: \(error)")
         }

@@ -235,11 +235,8 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
             "jti": .string(Base64URL.encode(PlatformCrypto.requiredRandomBytes(count: 16))),
             "iat": .number(issuedAt), "exp": .number(issuedAt + assertionLifetime),
         ]
-        let input =
-            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
-            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
         do {
-            return input + "." + Base64URL.encode(try assertion.key.sign(Array(input.utf8)))
+            return try CompactJWS.signed(header: header, claims: claims, with: assertion.key)
         } catch {
             throw SessionError(.invalidInput, "the client assertion could not be signed: \(error)")
         }

@@ -69,6 +69,24 @@ package struct CompactJWS: Sendable {
         return Base64URL.decode(String(decoding: part, as: UTF8.self))
     }
 
+    /// `claims` under `header` as a compact JWS signed ES256 with `key` (RFC 7515 §7.1, RFC 7518 §3.4), members in
+    /// name order: the one way SessionKit writes a JWS (DPoP proofs, client assertions) and its test issuers do.
+    ///
+    /// - Parameters:
+    ///   - header: The protected header; its `alg` should say ES256.
+    ///   - claims: The claims.
+    ///   - key: The signing key.
+    /// - Returns: The compact JWS.
+    /// - Throws: What signing throws.
+    package static func signed(
+        header: [String: JSONValue], claims: [String: JSONValue], with key: P256SigningKey
+    ) throws(CryptoError) -> String {
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
+            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
+        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+    }
+
     /// A refusal naming `check`; `reason` completes "the ID token …" and never contains the token.
     static func refusal(_ check: IDTokenCheck, _ reason: String) -> SessionError {
         SessionError(.idTokenRejected, "the ID token \(reason)", idTokenCheck: check)

@@ -145,7 +145,7 @@ package struct IDTokenValidator: Sendable {
 
     /// `at_hash` for `accessToken`: the left half of its hash with the algorithm's hash function, base64url (OpenID
     /// Connect Core §3.1.3.6); SHA-512 for EdDSA with Ed25519 (Core 1.0 errata set 2).
-    static func accessTokenHash(of accessToken: String, algorithm: SignatureAlgorithm) -> String {
+    package static func accessTokenHash(of accessToken: String, algorithm: SignatureAlgorithm) -> String {
         let digest: Digest =
             switch algorithm.rawValue {
             case "RS384", "PS384", "ES384": .sha384

@@ -45,10 +45,7 @@ struct TestIssuer {
         var header = header
         if header["alg"] == nil { header["alg"] = .string("ES256") }
         if header["kid"] == nil { header["kid"] = .string(keyID) }
-        let input =
-            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
-            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
-        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+        return try CompactJWS.signed(header: header, claims: claims, with: key)
     }
 }
 
