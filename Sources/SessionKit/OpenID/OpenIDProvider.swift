@@ -442,7 +442,9 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         let client = try await client()
         var tokens = try await client.pollDeviceAuthorization(authorization, receivedAt: receivedAt)
         if tokens.idToken == nil, let refreshToken = tokens.refreshToken {
-            let refreshed = try await client.refresh(using: refreshToken)
+            // With the grant's DPoP key, if it bound the tokens: a bound refresh token is refused without a proof.
+            let refreshed = try await client.requestTokens(
+                .refreshToken(refreshToken, scope: nil), proofKey: tokens.proofKey)
             tokens = refreshed.refreshToken == nil ? Self.keeping(refreshToken, in: refreshed) : refreshed
         }
         return try await verifiedSignIn(tokens, nonce: nil)

@@ -245,6 +245,52 @@ import Testing
         }
     }
 
+    @Test func aDeviceGrantWithoutAnIDTokenRefreshesWithItsDPoPKeyToLearnWhoSignedIn() async throws {
+        try await Self.withProvider { mock in
+            // A DPoP server whose device grant answers without an ID token, and whose refresh needs a proof.
+            let signer = try #require(mock.keys.withLock { $0.first })
+            let refreshProofs = Lock<[String?]>([])
+            mock.server.route("POST", "/device") { _ in
+                .json(
+                    #"{"device_code":"dc","user_code":"U","verification_uri":"https://id.example/d","expires_in":600,"#
+                        + #""interval":1}"#)
+            }
+            mock.server.route("POST", "/token") { request in
+                let form = request.bodyText
+                let bound = #""token_type":"DPoP","expires_in":3600,"refresh_token":"rt-2""#
+                if form.contains("grant_type=refresh_token") {
+                    let proof = request.header("DPoP")
+                    refreshProofs.withLock { $0.append(proof) }
+                    guard proof != nil else { return .json(#"{"error":"invalid_dpop_proof"}"#, status: 400) }
+                    let now = mock.providerNow.timeIntervalSince1970.rounded(.down)
+                    let idToken =
+                        (try? signer.token([
+                            "iss": .string(mock.issuer), "sub": .string("alice"), "aud": .string("my-app"),
+                            "exp": .number(now + 300), "iat": .number(now),
+                        ])) ?? ""
+                    return .json(#"{"access_token":"at-2","id_token":"\#(idToken)",\#(bound)}"#)
+                }
+                return .json(#"{"access_token":"at-1",\#(bound)}"#)
+            }
+            let provider = OpenIDProvider(
+                configuration: .init(
+                    issuer: mock.server.url("/issuer"), clientID: "my-app",
+                    validation: IDTokenValidation(algorithms: [.es256]),
+                    deviceAuthorizationEndpoint: mock.server.url("/device"), usesDPoP: true))
+            // One poll after the one-second interval the answer names.
+            let signIn = try await provider.pollDeviceAuthorization(try await provider.startDeviceAuthorization())
+            #expect(signIn.account.subject == "alice")
+            #expect(signIn.tokens.proofKey != nil && signIn.tokens.tokenType == "DPoP")
+            #expect(refreshProofs.withLock { $0.count } == 1)
+            let proof = try #require(refreshProofs.withLock { $0.first } ?? nil)
+            guard case .object(let jwk)? = try CompactJWS(proof).header["jwk"] else {
+                Issue.record("the refresh's proof has no jwk")
+                return
+            }
+            #expect(try VerificationKey(jwk: jwk).thumbprint == signIn.tokens.proofKey?.thumbprint)
+        }
+    }
+
     @Test func theEndSessionURLCarriesTheHintClientStateAndRedirect() async throws {
         try await Self.withProvider { mock in
             let url = try await mock.provider().endSessionURL(
