@@ -84,6 +84,9 @@ import Testing
         let lastSession = try await manager.signIn(last, tokens: tokens(last.subject))
         try await manager.signIn(first, tokens: tokens(first.subject))
         try await manager.switchTo(lastSession)
+        // The switch stores its selection in the background; the app waits for that before it exits, as apps do.
+        let pending = await manager.finishPendingWork(within: .seconds(30))
+        #expect(pending.isEmpty, "\(pending)")
 
         let relaunched = SessionManager(
             configuration: .init(store: store, tokenEndpoint: rotatingEndpoint(), launchBudget: .seconds(120)))
