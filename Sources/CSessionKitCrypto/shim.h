@@ -352,24 +352,17 @@ done:
     return status;
 }
 
-/// An ES256 signature (RFC 7518 §3.4) over `message`: SHA-256, ECDSA with the P-256 key (scalar, x, y), written
-/// to `signature` as r || s, 32 bytes each.
-static inline int sk_p256_sign(const uint8_t *scalar, const uint8_t *x, const uint8_t *y, const uint8_t *message,
-                               size_t message_length, uint8_t *signature) {
-    int status = -1;
+/// The P-256 key pair (scalar, x, y) as an OpenSSL key object, made once per key so each signature only signs;
+/// NULL when OpenSSL refuses it. The caller frees it with `sk_p256_key_free`. OpenSSL 3 lets threads share a key
+/// object for signing: each signature has its own context and nothing here changes the key.
+static inline void *sk_p256_key_new(const uint8_t *scalar, const uint8_t *x, const uint8_t *y) {
     EVP_PKEY *key = NULL;
     EVP_PKEY_CTX *context = NULL;
-    EVP_MD_CTX *md_context = NULL;
     OSSL_PARAM_BLD *builder = NULL;
     OSSL_PARAM *params = NULL;
     BIGNUM *d = NULL;
-    ECDSA_SIG *value = NULL;
-    const BIGNUM *r = NULL, *s = NULL;
     uint8_t point[65];
-    uint8_t der[80];
-    size_t der_length = sizeof der;
-    const uint8_t *cursor = der;
-    if (scalar == NULL || x == NULL || y == NULL || signature == NULL) goto done;
+    if (scalar == NULL || x == NULL || y == NULL) goto done;
     point[0] = 0x04;
     memcpy(point + 1, x, 32);
     memcpy(point + 33, y, 32);
@@ -383,10 +376,38 @@ static inline int sk_p256_sign(const uint8_t *scalar, const uint8_t *x, const ui
     params = OSSL_PARAM_BLD_to_param(builder);
     context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
     if (params == NULL || context == NULL || EVP_PKEY_fromdata_init(context) != 1
-        || EVP_PKEY_fromdata(context, &key, EVP_PKEY_KEYPAIR, params) != 1)
-        goto done;
+        || EVP_PKEY_fromdata(context, &key, EVP_PKEY_KEYPAIR, params) != 1) {
+        EVP_PKEY_free(key);
+        key = NULL;
+    }
+done:
+    EVP_PKEY_CTX_free(context);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(builder);
+    BN_clear_free(d);
+    ERR_clear_error();
+    return key;
+}
+
+/// Frees a key from `sk_p256_key_new`; OpenSSL clears the private scalar as it frees it. NULL is allowed.
+static inline void sk_p256_key_free(void *key) {
+    EVP_PKEY_free((EVP_PKEY *)key);
+}
+
+/// An ES256 signature (RFC 7518 §3.4) over `message` with a key from `sk_p256_key_new`: SHA-256, ECDSA, written
+/// to `signature` as r || s, 32 bytes each.
+static inline int sk_p256_sign(void *key, const uint8_t *message, size_t message_length, uint8_t *signature) {
+    int status = -1;
+    EVP_MD_CTX *md_context = NULL;
+    ECDSA_SIG *value = NULL;
+    const BIGNUM *r = NULL, *s = NULL;
+    uint8_t der[80];
+    size_t der_length = sizeof der;
+    const uint8_t *cursor = der;
+    if (key == NULL || signature == NULL) goto done;
     md_context = EVP_MD_CTX_new();
-    if (md_context == NULL || EVP_DigestSignInit(md_context, NULL, EVP_sha256(), NULL, key) != 1) goto done;
+    if (md_context == NULL || EVP_DigestSignInit(md_context, NULL, EVP_sha256(), NULL, (EVP_PKEY *)key) != 1)
+        goto done;
     if (EVP_DigestSign(md_context, der, &der_length, sk_nonnull(message), message_length) != 1) goto done;
     value = d2i_ECDSA_SIG(NULL, &cursor, (long)der_length);
     if (value == NULL) goto done;
@@ -396,11 +417,6 @@ static inline int sk_p256_sign(const uint8_t *scalar, const uint8_t *x, const ui
 done:
     ECDSA_SIG_free(value);
     EVP_MD_CTX_free(md_context);
-    EVP_PKEY_free(key);
-    EVP_PKEY_CTX_free(context);
-    OSSL_PARAM_free(params);
-    OSSL_PARAM_BLD_free(builder);
-    BN_clear_free(d);
     ERR_clear_error();
     return status;
 }

@@ -1,8 +1,9 @@
 /// A P-256 private key that signs with ES256 (RFC 7518 §3.4), such as the key a DPoP client proves possession of
 /// (RFC 9449).
 ///
-/// The key is kept as its private scalar; each signature imports it into the platform's cryptography for that
-/// call only, so no platform key object outlives a call and the type is plainly `Sendable`.
+/// The key is kept twice: as its private scalar, for ``storageRepresentation``, and as the platform's key object,
+/// made once at init so that a signature (a DPoP proof per request) does not pay for importing the key each time.
+/// The platform's object is freed, and OpenSSL clears its copy of the scalar, when the last copy of the key goes.
 ///
 /// - Important: ``storageRepresentation`` is the private key. Give it to a credential store and nothing else;
 ///   never print, log or send it. ``description`` and `dump` show only the public key's thumbprint. Copies
@@ -13,6 +14,9 @@ package struct P256SigningKey: Sendable, CustomStringConvertible, CustomDebugStr
 
     /// The public key, an ES256 verification key.
     package let publicKey: VerificationKey
+
+    /// The platform's key object, shared by copies of this value.
+    private let platformKey: PlatformCrypto.P256KeyObject
 
     /// A new key from the platform's secure generator.
     ///
@@ -45,6 +49,10 @@ package struct P256SigningKey: Sendable, CustomStringConvertible, CustomDebugStr
         self.scalar = scalar
         // Also proves the platform handed back a point on the curve.
         self.publicKey = try VerificationKey.ec(curve: .p256, x: x, y: y)
+        guard let platformKey = PlatformCrypto.P256KeyObject(scalar: scalar, x: x, y: y) else {
+            throw .platformFailure(reason: "the platform refused the P-256 key")
+        }
+        self.platformKey = platformKey
     }
 
     /// The private scalar, 32 bytes big-endian: what a credential store keeps to restore the key with
@@ -66,9 +74,7 @@ package struct P256SigningKey: Sendable, CustomStringConvertible, CustomDebugStr
     /// - Returns: 64 bytes.
     /// - Throws: ``CryptoError/platformFailure(reason:)`` when the platform cannot sign.
     package func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        guard case .ec(_, let x, let y) = publicKey.material,
-            let signature = PlatformCrypto.signP256(scalar: scalar, x: x, y: y, message: message),
-            signature.count == 64
+        guard let signature = platformKey.sign(message), signature.count == 64
         else { throw .platformFailure(reason: "ES256 signing failed") }
         return signature
     }

@@ -103,20 +103,35 @@
             return (pair.x, pair.y)
         }
 
-        /// The ES256 signature (r || s, 64 bytes) of `message` with the P-256 private scalar, or `nil`.
-        static func signP256(scalar: [UInt8], x: [UInt8], y: [UInt8], message: [UInt8]) -> [UInt8]? {
-            guard let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar),
-                let signature = try? key.signature(for: message)
-            else { return nil }
-            return Array(signature.rawRepresentation)
-        }
-
         /// The scalar and the public point's coordinates of `key`.
         private static func split(_ key: P256.Signing.PrivateKey) -> (scalar: [UInt8], x: [UInt8], y: [UInt8])? {
             // rawRepresentation of a public key is x || y.
             let point = Array(key.publicKey.rawRepresentation)
             guard point.count == 64 else { return nil }
             return (Array(key.rawRepresentation), Array(point[..<32]), Array(point[32...]))
+        }
+    }
+
+    extension PlatformCrypto {
+        /// A P-256 private key as a CryptoKit key, made once so that each signature only signs.
+        final class P256KeyObject: @unchecked Sendable {
+            // CryptoKit's keys are immutable values; signing with one from several threads is safe.
+            private let key: P256.Signing.PrivateKey
+
+            /// The key with private scalar `scalar`, or `nil` when CryptoKit refuses it; (x, y) is checked by
+            /// the caller against the scalar's public key.
+            init?(scalar: [UInt8], x: [UInt8], y: [UInt8]) {
+                guard let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar),
+                    Array(key.publicKey.rawRepresentation) == x + y
+                else { return nil }
+                self.key = key
+            }
+
+            /// The ES256 signature (r || s, 64 bytes) of `message`, or `nil`.
+            func sign(_ message: [UInt8]) -> [UInt8]? {
+                guard let signature = try? key.signature(for: message) else { return nil }
+                return Array(signature.rawRepresentation)
+            }
         }
     }
 #endif

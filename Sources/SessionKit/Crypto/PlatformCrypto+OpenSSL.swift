@@ -71,11 +71,32 @@
             return (x, y)
         }
 
-        /// The ES256 signature (r || s, 64 bytes) of `message` with the P-256 key (scalar, x, y), or `nil`.
-        static func signP256(scalar: [UInt8], x: [UInt8], y: [UInt8], message: [UInt8]) -> [UInt8]? {
-            var signature = [UInt8](repeating: 0, count: 64)
-            guard sk_p256_sign(scalar, x, y, message, message.count, &signature) == 1 else { return nil }
-            return signature
+    }
+
+    extension PlatformCrypto {
+        /// A P-256 private key as an OpenSSL key object, made once so that each signature only signs: importing the
+        /// scalar costs more than the signature does, and a DPoP proof goes with every request.
+        ///
+        /// OpenSSL 3 lets threads sign with one key object at once (each signature has its own context and nothing
+        /// changes the key after it is made), hence `@unchecked Sendable`. OpenSSL clears the scalar when `deinit`
+        /// frees the object.
+        final class P256KeyObject: @unchecked Sendable {
+            private let pointer: UnsafeMutableRawPointer
+
+            /// The key (scalar, x, y), or `nil` when OpenSSL refuses it.
+            init?(scalar: [UInt8], x: [UInt8], y: [UInt8]) {
+                guard let pointer = sk_p256_key_new(scalar, x, y) else { return nil }
+                self.pointer = pointer
+            }
+
+            deinit { sk_p256_key_free(pointer) }
+
+            /// The ES256 signature (r || s, 64 bytes) of `message`, or `nil`.
+            func sign(_ message: [UInt8]) -> [UInt8]? {
+                var signature = [UInt8](repeating: 0, count: 64)
+                guard sk_p256_sign(pointer, message, message.count, &signature) == 1 else { return nil }
+                return signature
+            }
         }
     }
 

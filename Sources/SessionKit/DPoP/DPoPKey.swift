@@ -16,7 +16,17 @@ public struct DPoPKey: Sendable, Equatable, Codable, CustomStringConvertible, Cu
 {
     let signingKey: P256SigningKey
 
-    init(signingKey: P256SigningKey) { self.signingKey = signingKey }
+    /// The first part of every proof this key signs, base64url of `{"alg":"ES256","jwk":…,"typ":"dpop+jwt"}`
+    /// (RFC 9449 §4.2): the same for each proof, so made once.
+    let proofHeader: String
+
+    init(signingKey: P256SigningKey) {
+        self.signingKey = signingKey
+        let header: [String: JSONValue] = [
+            "typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(signingKey.publicJWK),
+        ]
+        self.proofHeader = Base64URL.encode(Array(JSONValue.object(header).serialized.utf8))
+    }
 
     /// Makes a new key pair from the platform's secure random source.
     ///
@@ -48,7 +58,7 @@ public struct DPoPKey: Sendable, Equatable, Codable, CustomStringConvertible, Cu
             throw DecodingError.dataCorrupted(
                 .init(codingPath: decoder.codingPath, debugDescription: "not a P-256 private key"))
         }
-        self.signingKey = key
+        self = DPoPKey(signingKey: key)
     }
 
     /// Encodes the private scalar, base64url: only a credential store's record is written with it.

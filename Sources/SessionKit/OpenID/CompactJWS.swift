@@ -81,9 +81,16 @@ package struct CompactJWS: Sendable {
     package static func signed(
         header: [String: JSONValue], claims: [String: JSONValue], with key: P256SigningKey
     ) throws(CryptoError) -> String {
-        let input =
-            Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)) + "."
-            + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
+        try signed(
+            encodedHeader: Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)), claims: claims,
+            with: key)
+    }
+
+    /// The same with the header already encoded, base64url, for a signer whose header never changes.
+    package static func signed(
+        encodedHeader: String, claims: [String: JSONValue], with key: P256SigningKey
+    ) throws(CryptoError) -> String {
+        let input = encodedHeader + "." + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
         return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
     }
 

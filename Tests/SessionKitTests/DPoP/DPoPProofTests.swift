@@ -73,6 +73,33 @@ import Testing
         }
     }
 
+    /// The fast reading of `htu` answers as `URLComponents` does wherever it answers, over URLs built from the
+    /// parts that trip parsers: case, ports, user information, IPv6, percent-encoding, empty paths, queries,
+    /// fragments.
+    @Test func theFastTargetURIAgreesWithURLComponents() {
+        var random = SplitMix64(state: 0x5E55_1011)
+        let schemes = ["http", "https", "ws", "wss", "HTTP", "Https", "ftp", "file", "h"]
+        let authorities = [
+            "a.example", "A.Example", "127.0.0.1:8080", "[::1]:443", "[::FFFF:7f00:1]", "user:pw@a.example",
+            "a.example:80", "xn--bcher-kva.example", "%C3%BC.example", "a.example.", "",
+        ]
+        let paths = ["", "/", "/p", "/P/q", "/a%2Fb", "/%7Euser", "/a/../b", "/x;y", "//double", "/ü"]
+        let queries = ["", "?", "?q=1", "?q=/a?b", "?#"]
+        let fragments = ["", "#", "#f", "#a?b"]
+        var fastAnswers = 0
+        for _ in 0..<3000 {
+            let text =
+                schemes.randomElement(using: &random)! + "://" + authorities.randomElement(using: &random)!
+                + paths.randomElement(using: &random)! + queries.randomElement(using: &random)!
+                + fragments.randomElement(using: &random)!
+            guard let url = URL(string: text) else { continue }
+            guard let fast = DPoPProof.plainTargetURI(url.absoluteString) else { continue }
+            fastAnswers += 1
+            #expect(fast == DPoPProof.targetURIByComponents(of: url), "\(text)")
+        }
+        #expect(fastAnswers > 500, "the fast path answers for the common URL")
+    }
+
     @Test func nonceChallengesAreReadFromDPoPChallengesOnly() {
         #expect(DPoPProof.asksForNonce(#"DPoP error="use_dpop_nonce", error_description="x""#))
         #expect(DPoPProof.asksForNonce(#"Bearer realm="a", DPoP algs="ES256", error="use_dpop_nonce""#))
