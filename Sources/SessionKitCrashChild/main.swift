@@ -27,6 +27,14 @@
 //       `ready`, waits for a line `go` on stdin (the parent's barrier), then sends <requests> concurrent GETs of
 //       <resource-url> and prints `done <succeeded> <failed>` (and `failed <code>` once per failure before it),
 //       then exits. No token crosses the pipe.
+//   SessionKitCrashChild cross-process <signer|follower> <credentials-directory> <resource-url> <loops>
+//       Restores through a SessionManager over a FileCredentialStore in <credentials-directory> as it opens by
+//       default (shared between processes), prints `ready`, waits for `go` on stdin, then runs <loops> request loops,
+//       each sending GETs of <resource-url> one after another with the headers `X-Process: <pid>` and
+//       `X-Asked-At: <ns>` (CLOCK_MONOTONIC, which every process on the machine shares, taken when the app asks)
+//       until the session refuses them. A follower prints `learned <ns>` the instant its session ends. A signer waits
+//       for `sign-out` on stdin, prints `signing-out <ns>`, signs the current account out (no revocation), and prints
+//       `signed-out <ns>`. Both print `done <requests>` once every loop has stopped, and exit.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 //   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
@@ -358,6 +366,59 @@ struct AnnouncingRevoker: TokenRevoker {
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine, so a test can order what each saw.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) async {
+    do {
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: CountingTokenEndpoint()))
+        await manager.restore()
+        guard let session = manager.current else { fail("nothing to restore in \(directory)") }
+        if !signer { session.onEnd { emit("learned \(monotonicNanoseconds())") } }
+        emit("ready")
+        guard readLine() == "go" else { fail("the parent did not say go") }
+        let pid = getpid()
+        let sent = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<loops {
+                group.addTask {
+                    var count = 0
+                    while true {
+                        var request = URLRequest(url: resource)
+                        request.setValue("\(pid)", forHTTPHeaderField: "X-Process")
+                        request.setValue("\(monotonicNanoseconds())", forHTTPHeaderField: "X-Asked-At")
+                        do {
+                            _ = try await session.data(for: request)
+                            count += 1
+                        } catch let error as SessionError where error.code == .sessionEnded {
+                            return count
+                        } catch {
+                            if !session.isActive { return count }
+                        }
+                    }
+                }
+            }
+            if signer {
+                guard readLine() == "sign-out" else { fail("the parent did not say sign-out") }
+                emit("signing-out \(monotonicNanoseconds())")
+                await manager.signOut(session)
+                emit("signed-out \(monotonicNanoseconds())")
+            }
+            var total = 0
+            for await count in group { total += count }
+            return total
+        }
+        emit("done \(sent)")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -386,6 +447,11 @@ case ("exit-after", 6):
     await exitAfter(
         scenario: arguments[1], directory: arguments[2], tokenEndpoint: tokenEndpoint, clientID: arguments[4],
         resource: resource)
+case ("cross-process", 5):
+    guard ["signer", "follower"].contains(arguments[1]), let resource = URL(string: arguments[3]),
+        let loops = Int(arguments[4]), loops > 0
+    else { fail("usage: cross-process <signer|follower> <credentials-directory> <resource-url> <loops>") }
+    await crossProcess(signer: arguments[1] == "signer", directory: arguments[2], resource: resource, loops: loops)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
@@ -393,5 +459,6 @@ default:
         "usage: SessionKitCrashChild save-loop <directory> | lifecycle <root> <seed> | "
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
+            + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
             + "secret-service-check <service>")
 }

@@ -41,11 +41,12 @@ public protocol CredentialStore: Sendable {
     func accounts() async throws -> [Account]
 
     /// The lock that makes a refresh of one account single-flight across the processes sharing this store, or `nil`
-    /// when only one process uses it (the default).
+    /// when only one process uses it (the protocol's default; `FileCredentialStore` has one unless told otherwise).
     ///
     /// With a lock, a session holds it around "re-read the stored record, refresh if it still needs it, store", and
     /// uses the tokens another process stored meanwhile instead of refreshing; a record that is gone means the
-    /// account was signed out elsewhere, and the session ends. Sharing the access token between processes means
+    /// account was signed out elsewhere, and the session ends. A process that deletes a record announces it beside
+    /// the lock (`<lock file>-changes`), and every ``SessionManager`` on the store checks its sessions then. Sharing the access token between processes means
     /// storing it: with a lock, refreshed records hold the access token and its expiry too.
     var refreshLock: CrossProcessLock? { get }
 }

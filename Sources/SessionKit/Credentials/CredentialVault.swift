@@ -97,7 +97,7 @@ package final class CredentialVault: Sendable {
 
     /// Runs a deletion holding the store's refresh lock, if it has one, so that no other process's refresh is
     /// between re-reading the record and storing its result: after the deletion, every refresh finds the record
-    /// gone and writes nothing. A lock that cannot be had within its timeout does not stop the deletion: local
+    /// gone and writes nothing, and the change notice tells every other process to check its sessions. A lock that cannot be had within its timeout does not stop the deletion: local
     /// sign-out always completes.
     private static func holdingRefreshLock(
         of store: any CredentialStore, _ deletion: () async throws -> Void
@@ -106,6 +106,8 @@ package final class CredentialVault: Sendable {
         let held = try? await lock.acquire()
         defer { held?.release() }
         try await deletion()
+        // The other processes check their sessions of the account now, not at their next refresh.
+        lock.announceChange()
     }
 
     /// Enqueues the deletion of `account`'s record if, when its turn comes, the record still holds

@@ -38,19 +38,25 @@ extension SessionManager {
         do {
             accounts = try await vault.store.accounts().filter { !purging.contains($0) }
         } catch {
-            // Unreadable is not empty: nobody is signed out, and nothing is deleted; restore can run again.
-            apply(.restoreFailed(Self.restoreError(error)))
+            // Unreadable is not empty: nobody is signed out, and nothing is deleted; restore can run again, and
+            // runs again by itself once a locked store opens.
+            let failure = Self.restoreError(error)
+            apply(.restoreFailed(failure))
+            if failure.code == .storeUnavailable { retryRestore(lockedAccounts: []) }
             return state
         }
         var restored: [(session: UserSession, selectedAt: Date?)] = []
         var unreadable: SessionError?
+        var locked: Set<Account> = []
         for account in accounts {
             let loaded: CredentialRecord?
             do {
                 loaded = try await vault.load(for: account)
             } catch {
                 // Kept as it is (a cancelled prompt, a locked store): a later restore may read it.
-                unreadable = unreadable ?? Self.restoreError(error)
+                let failure = Self.restoreError(error)
+                unreadable = unreadable ?? failure
+                if failure.code == .storeUnavailable { locked.insert(account) }
                 continue
             }
             guard let record = loaded, record.account == account else { continue }
@@ -73,8 +79,10 @@ extension SessionManager {
         restored.sort { Self.precedes(($0.session.account, $0.selectedAt), ($1.session.account, $1.selectedAt)) }
         guard let first = restored.first?.session else {
             apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
+            if !locked.isEmpty { retryRestore(lockedAccounts: []) }
             return state
         }
+        if !locked.isEmpty { retryRestore(lockedAccounts: locked) }
         for (session, _) in restored { install(session, makeCurrent: session === first) }
         guard first.tokens?.accessToken.isEmpty == true else {
             settleRestore(of: first, offline: false)

@@ -43,6 +43,11 @@ public final class SessionManager: Sendable, Observable {
         /// How long ``SessionManager/restore()`` waits at launch for the current account's refresh before it
         /// returns signed in and offline, the refresh going on; 2 seconds by default.
         public var launchBudget: Duration
+        /// How soon the manager tries a store that could not be read (`storeUnavailable`: a locked device or
+        /// keyring) again, after a restore that could not read it or a write of rotated tokens it refused: first
+        /// after this long, then twice as long each time up to 16 times this, for as long as it stays unreadable.
+        /// 2 seconds by default; on Apple platforms the protected data becoming available also tries at once.
+        public var storeRetryInterval: Duration
 
         /// Creates a configuration.
         ///
@@ -56,6 +61,7 @@ public final class SessionManager: Sendable, Observable {
         ///   - refreshPolicy: Refresh settings.
         ///   - dataDirectory: Root of per-account data.
         ///   - launchBudget: The longest restore waits for a refresh.
+        ///   - storeRetryInterval: The first wait before a locked store is tried again.
         public init(
             store: any CredentialStore,
             tokenEndpoint: (any TokenEndpoint)? = nil,
@@ -65,7 +71,8 @@ public final class SessionManager: Sendable, Observable {
             sessionConfiguration: UserSession.Configuration = UserSession.Configuration(),
             refreshPolicy: RefreshPolicy = RefreshPolicy(),
             dataDirectory: URL? = nil,
-            launchBudget: Duration = .seconds(2)
+            launchBudget: Duration = .seconds(2),
+            storeRetryInterval: Duration = .seconds(2)
         ) {
             self.store = store
             self.tokenEndpoint = tokenEndpoint
@@ -76,6 +83,7 @@ public final class SessionManager: Sendable, Observable {
             self.refreshPolicy = refreshPolicy
             self.dataDirectory = dataDirectory
             self.launchBudget = launchBudget
+            self.storeRetryInterval = storeRetryInterval
         }
     }
 
@@ -111,6 +119,15 @@ public final class SessionManager: Sendable, Observable {
     /// reports the exclusivity check of a zero-sized state as a race.)
     let binding = Lock(0)
 
+    /// The watcher of the store's change notice, when the store is shared between processes.
+    let changeWatch = Lock<StoreChangeWatcher?>(nil)
+
+    /// Accounts whose tokens wait for a locked store to open, and whether a restore waits for it.
+    let storeRetries = Lock<(writes: Set<Account>, restore: Bool)>(([], false))
+
+    /// Whether a check of the sessions against the store runs, and whether a notice came in during it.
+    let reconciling = Lock<(running: Bool, again: Bool)>((false, false))
+
     /// Creates a manager. Call ``restore()`` at launch.
     ///
     /// - Parameter configuration: What the manager needs.
@@ -124,6 +141,14 @@ public final class SessionManager: Sendable, Observable {
         let storeJournal = (configuration.store as? any DirectoryBackedCredentialStore)?.directory
             .appendingPathComponent(".purge-pending")
         self.journal = PurgeJournal(directory: directories.journal ?? storeJournal)
+        if let lock = configuration.store.refreshLock {
+            let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged() }
+            changeWatch.withLock { $0 = watcher }
+        }
+    }
+
+    deinit {
+        changeWatch.withLock { $0?.stop() }
     }
 
     // MARK: - Observation
@@ -339,6 +364,8 @@ public final class SessionManager: Sendable, Observable {
                 ?? SessionError(.storageFailure, "the refreshed credentials could not be stored (\(type(of: error)))")
             guarded.withLock { $0.storageFailures[session.account] = failure }
             registrar.withMutation(of: self, keyPath: \.storageFailures) {}
+            // A locked store opens again: the rotated tokens, kept in memory meanwhile, are written then.
+            if failure.code == .storeUnavailable { retryStoring(session) }
         case .stored:
             let cleared = guarded.withLock { $0.storageFailures.removeValue(forKey: session.account) != nil }
             if cleared { registrar.withMutation(of: self, keyPath: \.storageFailures) {} }

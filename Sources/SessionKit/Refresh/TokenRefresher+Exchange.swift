@@ -22,6 +22,19 @@ extension TokenRefresher {
         guard !Task.isCancelled, session.isActive else {
             return .failure(.endedDuringRefresh)
         }
+        // The store refused this session's rotated tokens (locked): the record holds the refresh token they
+        // retired, which must never be presented or adopted. Store them first; while that is refused, no refresh.
+        if session.unstoredRotation.withLock({ $0 }) {
+            guard let tokens = session.tokens else { return .failure(.endedDuringRefresh) }
+            do {
+                try await store.save(session.record(for: tokens, selectedAt: session.selectedAt))
+                session.storedPendingRotation()
+            } catch {
+                return .failure(
+                    error as? SessionError
+                        ?? SessionError(.storageFailure, "the rotated tokens could not be stored (\(type(of: error)))"))
+            }
+        }
         // Read from the store itself, not behind this process's queue for the account: a sign-out's deletion
         // queued there waits for this lock.
         let record: CredentialRecord?
@@ -55,6 +68,7 @@ extension TokenRefresher {
             (try? await store.load(for: session.account))?.refreshToken == presented
         {
             try? await store.delete(for: session.account)
+            lock.announceChange()
         }
         return outcome
     }
@@ -79,8 +93,10 @@ extension TokenRefresher {
                 case .committed(let accessToken, let write):
                     if let write {
                         if let error = await write.value {
+                            session.unstoredRotation.withLock { $0 = true }
                             session.report(.storageFailed(error))
                         } else {
+                            session.storedPendingRotation()
                             session.report(.stored)
                         }
                     }

@@ -112,6 +112,11 @@ extension UserSession {
         return adopted ? .committed(accessToken: tokens.accessToken, write: nil) : .ended
     }
 
+    /// Records that the session's tokens reached the store, after a write of rotated ones had been refused.
+    func storedPendingRotation() {
+        unstoredRotation.withLock { $0 = false }
+    }
+
     /// Enqueues a write of the current tokens if the session is active.
     ///
     /// - Returns: The pending write, or `nil` when the session ended or has no vault.

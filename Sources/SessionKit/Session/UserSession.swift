@@ -61,6 +61,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// own, like its key.
     let dpopNonces = Lock<[Origin: String]>([:])
 
+    /// Whether the store refused the write of rotated tokens this session holds (a locked device): until a write
+    /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process must
+    /// store the session's tokens before it trusts the record.
+    let unstoredRotation = Lock(false)
+
     /// Creates an active session for `account` holding `tokens`.
     ///
     /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:through:makeCurrent:)``), so

@@ -12,7 +12,9 @@ import SessionKit
 /// - No match is `errSecItemNotFound`; `SecItemDelete` deletes every match.
 /// - Accessibility: `afterFirstUnlock` items can be used while the device is locked (after the first unlock since
 ///   boot); `whenUnlocked` and `whenPasscodeSet` items only while it is unlocked; otherwise
-///   `errSecInteractionNotAllowed`.
+///   `errSecInteractionNotAllowed` — or, with ``State/answersNotFoundWhileLocked``, `errSecItemNotFound` for reads,
+///   as some iOS versions answer before the first unlock and while locked (Firebase iOS SDK #8695, #16505);
+///   adding an item that cannot be used now is `errSecInteractionNotAllowed` either way.
 /// - User presence: reading the secret of an item with a `.userPresence` access control asks the user (counted in
 ///   ``prompts``), who approves, cancels (`errSecUserCanceled`), fails (`errSecAuthFailed`), or cannot be asked
 ///   because the app is in the background or the device is locked (`errSecInteractionNotAllowed`). Attributes
@@ -47,6 +49,9 @@ final class FakeKeychain: KeychainCalls {
         var hasDataProtectionEntitlement = true
         var deviceLocked = false
         var unlockedSinceBoot = true
+        /// Reads of items that cannot be used now answer `errSecItemNotFound` instead of
+        /// `errSecInteractionNotAllowed`, as the iOS versions in the reports do.
+        var answersNotFoundWhileLocked = false
         var presence = PresenceAnswer.approve
         var prompts = 0
         var calls: [Call] = []
@@ -94,7 +99,9 @@ final class FakeKeychain: KeychainCalls {
             guard let item = state.items.first(where: { Self.matches($0, query, state) }) else {
                 return (.itemNotFound, nil)
             }
-            guard Self.available(item.protection, state) else { return (.interactionNotAllowed, nil) }
+            guard Self.available(item.protection, state) else {
+                return (state.answersNotFoundWhileLocked ? .itemNotFound : .interactionNotAllowed, nil)
+            }
             if case .userPresence = item.protection {
                 state.prompts += 1
                 switch state.presence {
@@ -115,7 +122,7 @@ final class FakeKeychain: KeychainCalls {
             let matches = state.items.filter { Self.matches($0, query, state) }
             if matches.isEmpty { return (.itemNotFound, []) }
             guard matches.allSatisfy({ Self.available($0.protection, state) }) else {
-                return (.interactionNotAllowed, [])
+                return (state.answersNotFoundWhileLocked ? .itemNotFound : .interactionNotAllowed, [])
             }
             return (.success, matches.map { KeychainAttributes(account: $0.account, generic: $0.generic) })
         }

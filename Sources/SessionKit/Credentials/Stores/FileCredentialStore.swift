@@ -30,10 +30,12 @@ import Foundation
 ///
 /// - Important: Operations on one store run one at a time, in the order they were called, on a queue of
 ///   their own (never on the cooperative thread pool). Two stores, or two processes, on the same directory
-///   are not serialized with each other; each save is still atomic, and the last rename wins. Processes that
-///   share the directory and refresh the same accounts open it with `coordinatingProcesses: true`: their
-///   refreshes of an account are then single-flight between them, through the lock file `.refresh.lock` in the
-///   directory (see ``CrossProcessLock``).
+///   are not serialized with each other; each save is still atomic, and the last rename wins. By default the
+///   store assumes other processes may open the directory too (a second run of a tool, a server's workers):
+///   refreshes of an account are single-flight between them, through the lock file `.refresh.lock` in the
+///   directory (see ``CrossProcessLock``), and a sign-out in one ends that account's sessions in the others
+///   through the change notice `.refresh.lock-changes` beside it. An app that is sure it is the only process
+///   passes `coordinatingProcesses: false`.
 public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// The directory holding the records.
     public let directory: URL
@@ -57,14 +59,17 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// - Parameters:
     ///   - directory: A directory only this user can read, such as `~/.local/state/<app>/credentials`; it is
     ///     created, and an existing one with wider permissions is tightened to `0700`.
-    ///   - coordinatingProcesses: Whether other processes use the directory too (an app and its extensions,
-    ///     several copies of a tool, a server's workers): each account's refresh is then single-flight across
-    ///     them, through the lock file `.refresh.lock` in the directory, and refreshed records hold the access
-    ///     token too, so the others can use it. Every process must pass the same value.
+    ///   - coordinatingProcesses: Whether other processes may use the directory too (an app and its
+    ///     extensions, several copies of a tool, a server's workers); `true` unless the app says otherwise. Each
+    ///     account's refresh is then single-flight across them, through the lock file `.refresh.lock` in the
+    ///     directory; refreshed records hold the access token too, so the others can use it; and a deletion of a
+    ///     record (a sign-out, a rejected grant) ends that account's sessions in the other processes within
+    ///     milliseconds. Every process must pass the same value. `false` stores no access token and watches
+    ///     nothing: right only when one process at a time opens the directory.
     ///   - lockTimeout: The bound on a wait for the lock (``CrossProcessLock/timeout``).
     /// - Throws: ``SessionError`` `storageFailure` when the directory cannot be created, is not a directory,
     ///   belongs to another user, cannot be made private, or is not writable.
-    public init(directory: URL, coordinatingProcesses: Bool = false, lockTimeout: Duration = .seconds(30)) throws {
+    public init(directory: URL, coordinatingProcesses: Bool = true, lockTimeout: Duration = .seconds(30)) throws {
         self.directory = directory.standardizedFileURL
         self.path = self.directory.path
         self.refreshLock =
@@ -140,7 +145,8 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
     /// their checks are not listed (``load(for:)`` reports and moves aside the latter).
     ///
     /// - Returns: The accounts, in no particular order.
-    /// - Throws: ``SessionError`` `storageFailure` when the directory or a record cannot be read.
+    /// - Throws: ``SessionError`` `storeUnavailable` when this process may not read the directory or a record now
+    ///   (permissions), `storageFailure` when they cannot be read otherwise.
     public func accounts() async throws -> [Account] {
         try await queue.run { [path] in
             var accounts: [Account] = []
@@ -229,6 +235,10 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
         do {
             return try FileManager.default.contentsOfDirectory(atPath: path)
         } catch {
+            // Not readable by this process now (its permissions, or a sandbox, changed): not an empty store.
+            if access(path, R_OK | X_OK) != 0 && (errno == EACCES || errno == EPERM) {
+                throw SessionError(.storeUnavailable, "the credential directory \(path) cannot be read now")
+            }
             throw SessionError(.storageFailure, "cannot list the credential directory \(path)")
         }
     }
@@ -293,6 +303,9 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
             return nil
         } catch  where error.errorNumber == ELOOP {
             throw SessionError(.corruptCredentials, "the credential record \(key) is a symbolic link")
+        } catch  where error.errorNumber == EACCES || error.errorNumber == EPERM {
+            // A record this process may not read now is not a missing one: nothing is concluded from it.
+            throw SessionError(.storeUnavailable, "the credential record \(key) in \(path) cannot be read now")
         } catch {
             throw SessionError(.storageFailure, "cannot open the credential record \(key) in \(path): \(error.reason)")
         }

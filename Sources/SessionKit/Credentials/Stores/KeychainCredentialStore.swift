@@ -137,7 +137,7 @@ public final class KeychainCredentialStore: CredentialStore {
             let identity = try Self.encodeAccount(record.account)
             let key = record.account.storageKey
             for _ in 0..<Self.attempts {
-                let older = try items(of: key)
+                let older = try items(of: key, confirmingEmpty: false)
                 let name = ItemName(key: key, generation: (older.map(\.name.generation).max() ?? 0) + 1)
                 let item = KeychainItem(
                     query: query(account: name.attribute),
@@ -174,7 +174,8 @@ public final class KeychainCredentialStore: CredentialStore {
                     return nil
                 }
                 let (status, data) = calls.copyData(matching: query(account: newest.name.attribute))
-                // A save in another process replaced the item between the listing and the read: list again.
+                // A save in another process replaced the item between the listing and the read: list again. (A
+                // device that locked meanwhile answers the listing with "not found", which is then confirmed.)
                 if status == .itemNotFound { continue }
                 try check(status, action: "reading the record \(key)")
                 guard var bytes = data else {
@@ -310,18 +311,59 @@ public final class KeychainCredentialStore: CredentialStore {
     }
 
     /// Every item of the service, from an attributes-only query, which never asks for user presence.
-    private func allItems() throws(SessionError) -> [StoredItem] {
+    ///
+    /// - Parameter confirmingEmpty: Whether "no items" is confirmed by a probe (``confirmNotFound(action:)``): for
+    ///   reads and deletions, which would otherwise conclude from a locked device that nothing is stored; not for
+    ///   a save, whose add fails on a locked device anyway.
+    /// - Returns: The items, without their secrets.
+    /// - Throws: ``SessionError`` as ``check(_:action:)`` maps the status; `storeUnavailable` when the probe finds
+    ///   the Keychain locked.
+    private func allItems(confirmingEmpty: Bool = true) throws(SessionError) -> [StoredItem] {
         let (status, items) = calls.copyAttributes(matching: query(account: nil))
-        if status == .itemNotFound { return [] }
+        if status == .itemNotFound {
+            if confirmingEmpty { try confirmNotFound(action: "listing the records") }
+            return []
+        }
         try check(status, action: "listing the records")
         return items.compactMap { item in
             ItemName(attribute: item.account).map { StoredItem(name: $0, generic: item.generic) }
         }
     }
 
+    /// The `kSecAttrAccount` of the probe item: a dot and no generation, so no listing takes it for a record.
+    static let probeAttribute = "sessionkit.probe"
+
+    /// Confirms that an `errSecItemNotFound` means no item rather than a locked device.
+    ///
+    /// Before the first unlock after a restart, and on some iOS versions while the device is locked, the Keychain
+    /// answers `errSecItemNotFound` for items that exist (Firebase iOS SDK #8695, #16505; okta-oidc-ios #320):
+    /// believed, a launch in the background would find nobody signed in. So the answer is checked by adding, and
+    /// deleting, an empty probe item with the records' accessibility: a Keychain that refuses it with
+    /// `errSecInteractionNotAllowed` is locked, and the "not found" proves nothing.
+    ///
+    /// - Throws: ``SessionError`` `storeUnavailable` when the probe says the Keychain is locked; what the probe's
+    ///   other failures mean.
+    private func confirmNotFound(action: String) throws(SessionError) {
+        let probe = KeychainItem(
+            query: query(account: Self.probeAttribute), label: "SessionKit probe (\(service))", generic: Data(),
+            secret: Data(), protection: .accessible(accessibility))
+        let status = calls.add(probe)
+        switch status {
+        case .success, .duplicateItem:
+            _ = calls.delete(matching: query(account: Self.probeAttribute))
+        case .interactionNotAllowed:
+            throw SessionError(
+                .storeUnavailable,
+                "the Keychain answered that nothing is stored while \(action), but it is locked (a probe item "
+                    + "was refused), so the answer proves nothing")
+        default:
+            try check(status, action: "probing the Keychain after \(action)")
+        }
+    }
+
     /// The items of the account whose storage key is `key`, every generation.
-    private func items(of key: String) throws(SessionError) -> [StoredItem] {
-        try allItems().filter { $0.name.key == key }
+    private func items(of key: String, confirmingEmpty: Bool = true) throws(SessionError) -> [StoredItem] {
+        try allItems(confirmingEmpty: confirmingEmpty).filter { $0.name.key == key }
     }
 
     private func deleteAllItems() throws(SessionError) {

@@ -1,0 +1,110 @@
+import Foundation
+
+// A store that cannot be read now (`storeUnavailable`: a device locked before its first unlock, a locked keyring,
+// a directory this process may not read) is not an empty one, and a write it refused is not a write that never
+// mattered. Restore reports it and deletes nothing; these retries take it from there, so the app need not remember
+// to call `restore()` again, and rotated tokens kept in memory reach the store as soon as it opens.
+
+extension SessionManager {
+    /// Sleeps before try `attempt` (0-based) of a locked store: ``Configuration/storeRetryInterval``, doubling,
+    /// at most 16 times it. `false` when cancelled. Static, so a waiting retry keeps no manager alive.
+    static func waitBeforeStoreRetry(_ attempt: Int, interval: Duration, clock: any SessionClock) async -> Bool {
+        let delay = interval * (1 << min(attempt, 4))
+        do {
+            try await clock.sleep(until: clock.now.advanced(by: delay))
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Writes `session`'s tokens again until the store takes them, after it refused a write of rotated tokens as
+    /// unavailable. The session keeps the tokens in memory and presents only them meanwhile; the write carries
+    /// whatever it holds when the store opens (a newer rotation included). Stops when the session ends.
+    func retryStoring(_ session: UserSession) {
+        let account = session.account
+        let start = storeRetries.withLock { $0.writes.insert(account).inserted }
+        guard start else { return }
+        let (interval, clock) = (configuration.storeRetryInterval, configuration.sessionConfiguration.clock)
+        Task { [weak self, weak session] in
+            var attempt = 0
+            defer { self?.storeRetries.withLock { _ = $0.writes.remove(account) } }
+            while await Self.waitBeforeStoreRetry(attempt, interval: interval, clock: clock) {
+                attempt += 1
+                guard let session, session.isActive, let write = session.persistTokens() else { return }
+                guard let error = await write.value else {
+                    session.storedPendingRotation()
+                    session.report(.stored)
+                    return
+                }
+                guard (error as? SessionError)?.code == .storeUnavailable else {
+                    session.report(.storageFailed(error))
+                    return
+                }
+            }
+        }
+    }
+
+    /// Tries restore again, once the store can be read, after one that found it unreadable; also loads accounts
+    /// whose records alone were unreadable while others restored, as live sessions that are not current.
+    ///
+    /// - Parameter lockedAccounts: Accounts restored without their records (empty when nothing restored).
+    func retryRestore(lockedAccounts: Set<Account>) {
+        let start = storeRetries.withLock { retries -> Bool in
+            guard !retries.restore else { return false }
+            retries.restore = true
+            return true
+        }
+        guard start else { return }
+        let (interval, clock) = (configuration.storeRetryInterval, configuration.sessionConfiguration.clock)
+        Task { [weak self] in
+            var waiting = lockedAccounts
+            var attempt = 0
+            var handedOver = false
+            defer { if !handedOver { self?.storeRetries.withLock { $0.restore = false } } }
+            while await Self.waitBeforeStoreRetry(attempt, interval: interval, clock: clock) {
+                attempt += 1
+                guard let self else { return }
+                if case .failed(let error) = self.state, error.code == .storeUnavailable {
+                    // Read the list first: a store still locked leaves the state as it is, with no restore
+                    // flickering through `restoring`.
+                    guard (try? await self.vault.store.accounts()) != nil else { continue }
+                    // The restore schedules its own retry if the store locks again meanwhile.
+                    handedOver = true
+                    self.storeRetries.withLock { $0.restore = false }
+                    await self.restore()
+                    return
+                }
+                guard !waiting.isEmpty else { return }
+                waiting = await self.restoreLocked(waiting)
+                if waiting.isEmpty { return }
+            }
+        }
+    }
+
+    /// Loads the records of `accounts` that have no live session yet and installs them (not current, unless
+    /// nothing is); returns those still unreadable.
+    private func restoreLocked(_ accounts: Set<Account>) async -> Set<Account> {
+        var still: Set<Account> = []
+        let clock = configuration.sessionConfiguration.clock
+        for account in accounts where !guarded.withLock({ $0.sessions.contains { $0.account == account } }) {
+            let record: CredentialRecord?
+            do {
+                record = try await vault.load(for: account)
+            } catch let error as SessionError where error.code == .storeUnavailable {
+                still.insert(account)
+                continue
+            } catch {
+                continue
+            }
+            guard let record, record.account == account, record.refreshToken != nil || record.accessToken != nil,
+                let provider = try? configuration.provider(record.provider, for: account)
+            else { continue }
+            let session = makeSession(account: account, tokens: record.tokens(clock: clock), provider: provider)
+            session.restoreSelection(record.selectedAt)
+            let makeCurrent = guarded.withLock { $0.current == nil }
+            install(session, makeCurrent: makeCurrent, event: makeCurrent ? .switched(account) : nil)
+        }
+        return still
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+extension SessionManager {
+    /// Another process announced a change to the shared store (``CrossProcessLock/announceChange()``): checks every
+    /// live session against it. Notices that arrive during a check run one more check after it, not one each.
+    func storeChanged() {
+        let start = reconciling.withLock { state -> Bool in
+            guard !state.running else {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task { [weak self] in
+            guard let self else { return }
+            repeat {
+                await self.endSessionsSignedOutElsewhere()
+            } while self.reconciling.withLock { state -> Bool in
+                guard state.again else {
+                    state.running = false
+                    return false
+                }
+                state.again = false
+                return true
+            }
+        }
+    }
+
+    /// Ends, as signed out elsewhere, every live session whose account no longer has a record in the store.
+    ///
+    /// Each record is read behind the account's pending operations here (a record this process is still writing is
+    /// found). Only a read that succeeds and finds nothing counts: a store that cannot be read now (locked, a
+    /// cancelled prompt) proves nothing, and the session goes on. A session that ends here is refused every request
+    /// from that instant, and its requests in flight are cancelled.
+    func endSessionsSignedOutElsewhere() async {
+        let live = guarded.withLock { $0.sessions }
+        for session in live where session.isActive {
+            let record: CredentialRecord?
+            do {
+                record = try await vault.load(for: session.account)
+            } catch {
+                continue
+            }
+            if record == nil { session.endSignedOutElsewhere() }
+        }
+    }
+}
