@@ -35,6 +35,11 @@
 //       until the session refuses them. A follower prints `learned <ns>` the instant its session ends. A signer waits
 //       for `sign-out` on stdin, prints `signing-out <ns>`, signs the current account out (no revocation), and prints
 //       `signed-out <ns>`. Both print `done <requests>` once every loop has stopped, and exit.
+//   SessionKitCrashChild locked-launch <credentials-directory> <accounts>
+//       Restores through a SessionManager over a FileCredentialStore in <credentials-directory> (retrying a store it
+//       cannot read every 5 ms), prints `restored <state>` when restore returns, then waits up to 10 s for every one of
+//       <accounts> accounts to have a live session and prints `final <state> <sessions>`, and exits. The parent makes
+//       records unreadable (mode 000, this process without CAP_DAC_OVERRIDE) and readable again at an instant it picks.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 //   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
@@ -419,6 +424,24 @@ func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) as
     }
 }
 
+func lockedLaunch(directory: String, accounts: Int) async {
+    do {
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: CountingTokenEndpoint(), storeRetryInterval: .milliseconds(5)))
+        emit("restored \(await manager.restore())")
+        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+        while manager.sessions.count < accounts, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        emit("final \(manager.state) \(manager.sessions.count)")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -452,6 +475,9 @@ case ("cross-process", 5):
         let loops = Int(arguments[4]), loops > 0
     else { fail("usage: cross-process <signer|follower> <credentials-directory> <resource-url> <loops>") }
     await crossProcess(signer: arguments[1] == "signer", directory: arguments[2], resource: resource, loops: loops)
+case ("locked-launch", 3):
+    guard let accounts = Int(arguments[2]) else { fail("usage: locked-launch <credentials-directory> <accounts>") }
+    await lockedLaunch(directory: arguments[1], accounts: accounts)
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
@@ -460,5 +486,6 @@ default:
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
+            + "locked-launch <credentials-directory> <accounts> | "
             + "secret-service-check <service>")
 }

@@ -319,10 +319,13 @@ public final class KeychainCredentialStore: CredentialStore {
     /// - Throws: ``SessionError`` as ``check(_:action:)`` maps the status; `storeUnavailable` when the probe finds
     ///   the Keychain locked.
     private func allItems(confirmingEmpty: Bool = true) throws(SessionError) -> [StoredItem] {
-        let (status, items) = calls.copyAttributes(matching: query(account: nil))
+        var (status, items) = calls.copyAttributes(matching: query(account: nil))
         if status == .itemNotFound {
-            if confirmingEmpty { try confirmNotFound(action: "listing the records") }
-            return []
+            guard confirmingEmpty else { return [] }
+            try confirmNotFound(action: "listing the records")
+            // Readable now, as the probe showed; the device may have unlocked since the listing, so list again.
+            (status, items) = calls.copyAttributes(matching: query(account: nil))
+            if status == .itemNotFound { return [] }
         }
         try check(status, action: "listing the records")
         return items.compactMap { item in
@@ -333,7 +336,7 @@ public final class KeychainCredentialStore: CredentialStore {
     /// The `kSecAttrAccount` of the probe item: a dot and no generation, so no listing takes it for a record.
     static let probeAttribute = "sessionkit.probe"
 
-    /// Confirms that an `errSecItemNotFound` means no item rather than a locked device.
+    /// Checks that an `errSecItemNotFound` does not come from a locked device.
     ///
     /// Before the first unlock after a restart, and on some iOS versions while the device is locked, the Keychain
     /// answers `errSecItemNotFound` for items that exist (Firebase iOS SDK #8695, #16505; okta-oidc-ios #320):

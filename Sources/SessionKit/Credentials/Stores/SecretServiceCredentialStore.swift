@@ -284,7 +284,17 @@
         {
             let key = account.storageKey
             guard var bytes = try lookup(library, service: service, key: key, action: "reading the record \(key)")
-            else { return nil }
+            else {
+                // A locked collection answers a lookup with nothing, not an error, when it cannot be unlocked (no
+                // prompt can be shown): an item the search still lists, locked items included, is there but
+                // unreadable now, and nothing may be concluded from its absence.
+                if try accountKeys(library, service: service).contains(key) {
+                    throw SessionError(
+                        .storeUnavailable,
+                        "the keyring holds the record \(key) but is locked and could not be unlocked while reading it")
+                }
+                return nil
+            }
             defer { SecureWipe.wipe(&bytes) }
             return try CredentialRecordCoding.decode(bytes, for: account, source: "\(key) of service \(service)")
         }
