@@ -33,8 +33,10 @@
 //       each sending GETs of <resource-url> one after another with the headers `X-Process: <pid>` and
 //       `X-Asked-At: <ns>` (CLOCK_MONOTONIC, which every process on the machine shares, taken when the app asks)
 //       until the session refuses them. A follower prints `learned <ns>` the instant its session ends. A signer waits
-//       for `sign-out` on stdin, prints `signing-out <ns>`, signs the current account out (no revocation), and prints
-//       `signed-out <ns>`. Both print `done <requests>` once every loop has stopped, and exit.
+//       for a line on stdin, prints `signing-out <ns>`, ends the current account there (no revocation) as the line
+//       says: `sign-out` signs it out, `switch` switches to another stored account signing the others out, `reject`
+//       refreshes with a refresh token the endpoint rejects; then prints `signed-out <ns>`. Both print
+//       `done <requests>` once every loop has stopped, and exit.
 //   SessionKitCrashChild locked-launch <credentials-directory> <accounts>
 //       Restores through a SessionManager over a FileCredentialStore in <credentials-directory> (retrying a store it
 //       cannot read every 5 ms), prints `restored <state>` when restore returns, then waits up to 10 s for every one of
@@ -408,9 +410,27 @@ func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) as
                 }
             }
             if signer {
-                guard readLine() == "sign-out" else { fail("the parent did not say sign-out") }
+                let action = readLine()
                 emit("signing-out \(monotonicNanoseconds())")
-                await manager.signOut(session)
+                switch action {
+                case "sign-out":
+                    await manager.signOut(session)
+                case "switch":
+                    // Another account of the store becomes current and every other is signed out.
+                    guard let other = manager.sessions.first(where: { $0.account != session.account }) else {
+                        fail("no other account to switch to")
+                    }
+                    do {
+                        _ = try await manager.switchTo(other, endingOthers: true)
+                    } catch {
+                        fail("the switch failed: \(error)")
+                    }
+                case "reject":
+                    // The seed's refresh token is one the endpoint rejects: the grant is dead.
+                    try? await session.refreshTokens()
+                default:
+                    fail("the parent said \(action ?? "nothing"), not sign-out, switch or reject")
+                }
                 emit("signed-out \(monotonicNanoseconds())")
             }
             var total = 0

@@ -30,17 +30,36 @@ import Testing
         let arrivedAt: UInt64
     }
 
-    /// Stores alice's record with an hour-long access token, as a sign-in in a shared store leaves it.
-    static func seed(_ directory: URL) async throws {
-        let now = Date()
-        try await FileCredentialStore(directory: directory).save(
-            CredentialRecord(
-                account: account, refreshToken: "rt-alice-1", accessToken: "at-alice-1",
-                accessTokenExpiresAt: now.addingTimeInterval(3600), scope: "scope-alice-1", savedAt: now,
-                selectedAt: now))
+    /// Another account on the store, for the switch.
+    static let other = Account(issuer: "https://cross.sessionkit.invalid", subject: "bob")
+
+    /// How the signing process ends alice's sessions.
+    enum Ending: String, CaseIterable, Sendable {
+        case signOut = "sign-out"
+        case switchAway = "switch"
+        case rejectedGrant = "reject"
     }
 
-    @Test func aSignOutEndsTheAccountsSessionsInEveryOtherProcessWithNoRequestAfter() async throws {
+    /// Stores alice's record with an hour-long access token, as a sign-in in a shared store leaves it, current;
+    /// and bob's, selected earlier. Alice's refresh token is one the children's endpoint rejects (it names no
+    /// generation), which only the rejected-grant case presents.
+    static func seed(_ directory: URL) async throws {
+        let now = Date()
+        let store = try FileCredentialStore(directory: directory)
+        try await store.save(
+            CredentialRecord(
+                account: account, refreshToken: "dead-alice", accessToken: "at-alice-1",
+                accessTokenExpiresAt: now.addingTimeInterval(3600), scope: "scope-alice-1", savedAt: now,
+                selectedAt: now))
+        try await store.save(
+            CredentialRecord(
+                account: other, refreshToken: "rt-bob-1", accessToken: "at-bob-1",
+                accessTokenExpiresAt: now.addingTimeInterval(3600), scope: "scope-bob-1", savedAt: now,
+                selectedAt: now.addingTimeInterval(-60)))
+    }
+
+    @Test(arguments: Ending.allCases)
+    func endingAnAccountInOneProcessEndsItInEveryOtherWithNoRequestAfter(_ ending: Ending) async throws {
         let executable = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
         let followers = 3
         let loops = 4
@@ -86,7 +105,7 @@ import Testing
                     for pid in processIDs { _ = kill(pid, SIGKILL) }
                 }
                 defer { watchdog.cancel() }
-                children[0].send("sign-out")
+                children[0].send(ending.rawValue)
                 let signingOut = try #require(Self.stamp(children[0].readLine(), after: "signing-out "))
                 var learned: [String: UInt64] = [:]
                 for (index, child) in children.enumerated().dropFirst() {
@@ -109,6 +128,7 @@ import Testing
                     }.count
                 }
                 let processes = children.count
+                print("CrossProcessSignOutTests: \(ending.rawValue)")
                 print(
                     "cross-process sign-out: processes: \(processes), slowest: \(Int(slowest.rounded(.up))) ms, "
                         + "requests after: \(after)")

@@ -109,6 +109,32 @@ import Testing
         #expect(endpoint.presented == ["rt-0-0", "rt-1", "rt-2"])
     }
 
+    /// The device unlocks (Apple: the protected data became available): the manager restores at once, without
+    /// waiting for its next retry.
+    @Test func theDeviceUnlockingRestoresAtOnce() async throws {
+        let keychain = FakeKeychain()
+        let clock = ManualClock()
+        let store = KeychainCredentialStore(service: "unlock-now", calls: keychain)
+        try await store.save(Self.record(0, launch: 0, now: clock.wallNow))
+        keychain.withState {
+            $0.unlockedSinceBoot = false
+            $0.answersNotFoundWhileLocked = true
+        }
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: Self.unreachable, sessionConfiguration: .init(clock: clock),
+                storeRetryInterval: .seconds(3600)))
+        let restored = await manager.restore()
+        guard case .failed(let error) = restored, error.code == .storeUnavailable else {
+            Issue.record("a locked launch restored as \(restored)")
+            return
+        }
+        keychain.withState { $0.unlockedSinceBoot = true }
+        manager.protectedDataBecameAvailable()
+        for _ in 0..<100_000 where manager.current == nil { await Task.yield() }
+        #expect(manager.state == .active(Self.account(0), offline: false))
+    }
+
     // MARK: - The Keychain model
 
     /// Before the first unlock after a restart (`afterFirstUnlock` items unreadable), the device unlocking after a

@@ -108,3 +108,35 @@ extension SessionManager {
         return still
     }
 }
+
+extension SessionManager {
+    /// The store may be readable now (Apple platforms: the protected data became available, the device was
+    /// unlocked): tries at once what waits for it, instead of at the next retry. A restore that found the store
+    /// locked runs again; rotated tokens a locked store refused are written.
+    func protectedDataBecameAvailable() {
+        Task { [weak self] in
+            guard let self else { return }
+            if case .failed(let error) = self.state, error.code == .storeUnavailable {
+                await self.restore()
+            }
+            for session in self.guarded.withLock({ $0.sessions }) where session.unstoredRotation.withLock({ $0 }) {
+                guard let write = session.persistTokens(), await write.value == nil else { continue }
+                session.storedPendingRotation()
+                session.report(.stored)
+            }
+        }
+    }
+}
+
+#if canImport(UIKit)
+    import UIKit
+
+    extension SessionManager {
+        /// Calls ``protectedDataBecameAvailable()`` when the device unlocks, for as long as the manager lives.
+        func observeProtectedData() -> any NSObjectProtocol {
+            NotificationCenter.default.addObserver(
+                forName: UIApplication.protectedDataDidBecomeAvailableNotification, object: nil, queue: nil
+            ) { [weak self] _ in self?.protectedDataBecameAvailable() }
+        }
+    }
+#endif

@@ -122,6 +122,9 @@ public final class SessionManager: Sendable, Observable {
     /// The watcher of the store's change notice, when the store is shared between processes.
     let changeWatch = Lock<StoreChangeWatcher?>(nil)
 
+    /// The observer of the device unlocking (Apple platforms with UIKit), removed when the manager goes.
+    let unlockObserver = Lock<ObserverToken?>(nil)
+
     /// Accounts whose tokens wait for a locked store to open, and whether a restore waits for it.
     let storeRetries = Lock<(writes: Set<Account>, restore: Bool)>(([], false))
 
@@ -145,10 +148,15 @@ public final class SessionManager: Sendable, Observable {
             let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged() }
             changeWatch.withLock { $0 = watcher }
         }
+        #if canImport(UIKit)
+            let token = ObserverToken(observeProtectedData())
+            unlockObserver.withLock { $0 = token }
+        #endif
     }
 
     deinit {
         changeWatch.withLock { $0?.stop() }
+        if let token = unlockObserver.withLock({ $0 }) { NotificationCenter.default.removeObserver(token.value) }
     }
 
     // MARK: - Observation
@@ -433,4 +441,11 @@ private struct PresenceGuardedEndpoint: TokenEndpoint {
         try await prompt("Confirm it is you to stay signed in")
         return try await inner.refresh(using: refreshToken, for: account, proofKey: proofKey)
     }
+}
+
+/// A notification observer, kept to be removed; only the manager's init and deinit touch it.
+struct ObserverToken: @unchecked Sendable {
+    let value: any NSObjectProtocol
+
+    init(_ value: any NSObjectProtocol) { self.value = value }
 }
