@@ -22,7 +22,7 @@
 //       Prints `begin sign-out` once `current` is no longer alice (the intent is durable from that instant on) and
 //       `end sign-out` when sign-out returns, then waits to be killed.
 //   SessionKitCrashChild refresh-burst <credentials-directory> <token-endpoint> <client-id> <resource-url> <requests>
-//       Restores through a SessionManager over a FileCredentialStore opened with `coordinatingProcesses` in
+//       Restores through a SessionManager over a FileCredentialStore as it opens by default (coordinating processes) in
 //       <credentials-directory>, refreshing through an OAuthClient of <token-endpoint> and <client-id>, prints
 //       `ready`, waits for a line `go` on stdin (the parent's barrier), then sends <requests> concurrent GETs of
 //       <resource-url> and prints `done <succeeded> <failed>` (and `failed <code>` once per failure before it),
@@ -282,7 +282,7 @@ func signOut(root: String, withData: Bool, revocationDelay: UInt64) async {
 
 func refreshBurst(directory: String, tokenEndpoint: URL, clientID: String, resource: URL, requests: Int) async {
     do {
-        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory), coordinatingProcesses: true)
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
         let client = OAuthClient(configuration: .init(tokenEndpoint: tokenEndpoint, clientID: clientID))
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: client))
         await manager.restore()
@@ -386,7 +386,15 @@ func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) as
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: CountingTokenEndpoint()))
         await manager.restore()
         guard let session = manager.current else { fail("nothing to restore in \(directory)") }
-        if !signer { session.onEnd { emit("learned \(monotonicNanoseconds())") } }
+        // The end handlers run just after the session stops admitting requests, possibly after a loop saw that:
+        // `done` waits for `learned`, so the parent reads them in that order.
+        let learned = DispatchSemaphore(value: 0)
+        if !signer {
+            session.onEnd {
+                emit("learned \(monotonicNanoseconds())")
+                learned.signal()
+            }
+        }
         emit("ready")
         guard readLine() == "go" else { fail("the parent did not say go") }
         let pid = getpid()
@@ -437,6 +445,7 @@ func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) as
             for await count in group { total += count }
             return total
         }
+        if !signer, learned.wait(timeout: .now() + 5) == .timedOut { fail("the session ended without its end handler") }
         emit("done \(sent)")
         exit(0)
     } catch {

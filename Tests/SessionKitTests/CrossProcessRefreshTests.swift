@@ -11,7 +11,8 @@ import Testing
 /// Several processes on one credential store refresh an account once between them (issue 17).
 ///
 /// Each test starts `SessionKitCrashChild refresh-burst` children (see its header) over one `FileCredentialStore`
-/// opened with `coordinatingProcesses`, against the mock authorization server with rotation and reuse detection.
+/// as it opens by default (coordinating processes, issue 35), against the mock authorization server with rotation
+/// and reuse detection.
 @Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct CrossProcessRefreshTests {
     static let processes = 4
     static let requestsEach = 16
@@ -21,7 +22,7 @@ import Testing
     static func seed(_ mock: MockAuthorizationServer, directory: URL) async throws -> Account {
         try mock.addUser("alice")
         let account = Account(issuer: mock.issuer, subject: "alice")
-        let store = try FileCredentialStore(directory: directory, coordinatingProcesses: true)
+        let store = try FileCredentialStore(directory: directory)
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: mock.makeClient()))
         let session = try await manager.signIn(account, tokens: try mock.issueTokens(for: "alice"))
         session.end()
@@ -67,7 +68,7 @@ import Testing
     static func manager(_ mock: MockAuthorizationServer, directory: URL) throws -> SessionManager {
         SessionManager(
             configuration: .init(
-                store: try FileCredentialStore(directory: directory, coordinatingProcesses: true),
+                store: try FileCredentialStore(directory: directory),
                 tokenEndpoint: mock.makeClient(), revoker: mock.makeClient()))
     }
 
