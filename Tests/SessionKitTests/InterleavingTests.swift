@@ -91,6 +91,7 @@ struct InterleavingTests {
         var failures: [Failure] = []
         var dpop = (schedules: 0, proofs: 0, replays: 0, unproven: 0)
         var refusals: [MockAuthorizationServer.DPoPRefusal: Int] = [:]
+        var redaction = (events: 0, secrets: 0, leaked: 0)
         var start = 0
         while start < count {
             let end = min(start + Self.batchSize, count)
@@ -134,6 +135,16 @@ struct InterleavingTests {
             for refusal in proofs.compactMap(\.refusal) { refusals[refusal, default: 0] += 1 }
             dpop.replays += world.mock.jtiReplayCount
             dpop.unproven += world.mock.unprovenBoundTokenCount
+            // Redaction: no event of any schedule carries a secret the schedules sent.
+            world.diagnostics.flush()
+            let secrets = world.secretsSent()
+            let lines = world.events.withLock { $0 }
+            redaction.events += lines.count
+            redaction.secrets += secrets.count
+            for line in lines where secrets.contains(where: { line.contains($0) }) {
+                redaction.leaked += 1
+                if redaction.leaked == 1 { print("an event carried a secret: \(line)") }
+            }
             await world.stop()
             start = end
         }
@@ -153,6 +164,11 @@ struct InterleavingTests {
                     : refusals.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }
                         .joined(separator: ", ")) + "), "
                 + "jti replays: \(dpop.replays), bound tokens unproven: \(dpop.unproven)")
+        print(
+            "redaction: events: \(redaction.events), secrets sent: \(redaction.secrets), "
+                + "events carrying one: \(redaction.leaked)")
+        #expect(redaction.leaked == 0, "diagnostic events carried a token, code or cookie")
+        #expect(redaction.events > 0 && redaction.secrets > 0, "the redaction check saw events and secrets")
         #expect(violating.isEmpty, "schedules broke an invariant; first seed \(violating.first ?? 0)")
         // What the schedules' own checks attribute to a seed, counted by the servers as well.
         #expect(dpop.replays == 0, "the servers saw \(dpop.replays) jti replays")

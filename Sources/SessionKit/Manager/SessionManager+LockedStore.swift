@@ -41,6 +41,8 @@ extension SessionManager {
                     session.report(.storageFailed(error))
                     return
                 }
+                self?.diagnose(
+                    .notice, .storeRetry, account: account, ["attempt": "\(attempt)", "code": "storeUnavailable"])
             }
         }
     }
@@ -68,7 +70,11 @@ extension SessionManager {
                 if case .failed(let error) = self.state, error.code == .storeUnavailable {
                     // Read the list first: a store still locked leaves the state as it is, with no restore
                     // flickering through `restoring`.
-                    guard (try? await self.vault.store.accounts()) != nil else { continue }
+                    guard (try? await self.vault.store.accounts()) != nil else {
+                        self.diagnose(
+                            .notice, .storeRetry, account: nil, ["attempt": "\(attempt)", "code": "\(error.code)"])
+                        continue
+                    }
                     // The restore schedules its own retry if the store locks again meanwhile.
                     handedOver = true
                     self.storeRetries.withLock { $0.restore = false }

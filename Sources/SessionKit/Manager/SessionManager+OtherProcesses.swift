@@ -12,6 +12,7 @@ extension SessionManager {
             state.running = true
             return true
         }
+        diagnose(.debug, .crossProcessNotice, account: nil)
         guard start else { return }
         Task { [weak self] in
             guard let self else { return }

@@ -42,6 +42,7 @@ extension SessionManager {
             // runs again by itself once a locked store opens.
             let failure = Self.restoreError(error)
             apply(.restoreFailed(failure))
+            diagnose(.notice, .restoreFinished, account: nil, ["outcome": "failed", "code": "\(failure.code)"])
             if failure.code == .storeUnavailable { retryRestore(lockedAccounts: []) }
             return state
         }
@@ -79,6 +80,10 @@ extension SessionManager {
         restored.sort { Self.precedes(($0.session.account, $0.selectedAt), ($1.session.account, $1.selectedAt)) }
         guard let first = restored.first?.session else {
             apply(unreadable.map { .restoreFailed($0) } ?? .restoredNothing)
+            diagnose(
+                unreadable == nil ? .info : .notice, .restoreFinished, account: nil,
+                unreadable.map { ["outcome": "failed", "code": "\($0.code)", "unreadable": "\(locked.count)"] }
+                    ?? ["outcome": "nothing"])
             if !locked.isEmpty { retryRestore(lockedAccounts: []) }
             return state
         }
@@ -86,6 +91,7 @@ extension SessionManager {
         for (session, _) in restored { install(session, makeCurrent: session === first) }
         guard first.tokens?.accessToken.isEmpty == true else {
             settleRestore(of: first, offline: false)
+            diagnoseRestore(of: first, accounts: restored.count, unreadable: locked.count, reason: nil)
             return state
         }
         // The refresh runs on its own; restore waits for it only within the launch budget.
@@ -101,18 +107,38 @@ extension SessionManager {
             }
         }
         let budget = clock.now.advanced(by: configuration.launchBudget)
-        let offline =
-            (try? await outcome.value(
-                deadline: budget,
-                clock: clock,
-                timeoutError: SessionError(.timedOut, "the launch budget passed")
-            )) ?? true
+        let answered = try? await outcome.value(
+            deadline: budget,
+            clock: clock,
+            timeoutError: SessionError(.timedOut, "the launch budget passed")
+        )
+        let offline = answered ?? true
         settleRestore(of: first, offline: offline)
+        diagnoseRestore(
+            of: first, accounts: restored.count, unreadable: locked.count,
+            reason: answered == nil ? "launch_budget" : offline ? "network" : nil)
         // A rejected refresh token's record is deleted before restore returns, within the budget: a program that
         // restores and exits must not leave the dead token for every later launch to present. The session ended
         // with its deletion queued (rejectSession), so the vault's queue holds it by now.
         if !first.isActive { _ = await finishCredentialOperations(until: budget) }
         return state
+    }
+
+    /// Emits what restore came to: the account current now, how many restored, and why offline when it is.
+    private func diagnoseRestore(of first: UserSession, accounts: Int, unreadable: Int, reason: String?) {
+        guard configuration.sessionConfiguration.diagnostics != nil else { return }
+        let outcome: String
+        switch state {
+        case .active(_, let offline): outcome = offline ? "offline" : "restored"
+        case .reauthenticationRequired: outcome = "rejected"
+        default: outcome = state.diagnosticName
+        }
+        var fields = ["outcome": outcome, "accounts": "\(accounts)"]
+        if outcome == "offline", let reason { fields["reason"] = reason }
+        if unreadable > 0 { fields["unreadable"] = "\(unreadable)" }
+        diagnose(
+            outcome == "restored" ? .info : .notice, .restoreFinished, account: current?.account ?? first.account,
+            fields)
     }
 
     /// Ends restore with the state of what is current now, read under the lock that changes it: `first` rejected

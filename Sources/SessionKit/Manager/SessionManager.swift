@@ -99,6 +99,9 @@ public final class SessionManager: Sendable, Observable {
         var signOuts: [Account: [Broadcast<Void>]] = [:]
         /// Rotated credentials that could not be stored, per account, until a later write succeeds.
         var storageFailures: [Account: SessionError] = [:]
+        /// Where state changes are reported, and the clock that dates them.
+        var diagnostics: Diagnostics?
+        var clock: (any SessionClock)?
     }
 
     /// The configuration the manager was created with.
@@ -144,6 +147,10 @@ public final class SessionManager: Sendable, Observable {
         let storeJournal = (configuration.store as? any DirectoryBackedCredentialStore)?.directory
             .appendingPathComponent(".purge-pending")
         self.journal = PurgeJournal(directory: directories.journal ?? storeJournal)
+        guarded.withLock { state in
+            state.diagnostics = configuration.sessionConfiguration.diagnostics
+            state.clock = configuration.sessionConfiguration.clock
+        }
         if let lock = configuration.store.refreshLock {
             let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged() }
             changeWatch.withLock { $0 = watcher }
@@ -228,6 +235,12 @@ public final class SessionManager: Sendable, Observable {
     static func transition(_ guarded: inout State, _ event: SessionState.Event) -> Bool {
         let next = guarded.state.applying(event)
         guard next != guarded.state else { return false }
+        if let diagnostics = guarded.diagnostics, let clock = guarded.clock {
+            // Only enqueued here: the sink's handler runs on its own queue, never under this lock.
+            diagnostics.emit(
+                .info, .stateChanged, account: next.account ?? guarded.state.account, at: clock.wallNow,
+                ["from": guarded.state.diagnosticName, "to": next.diagnosticName])
+        }
         guarded.state = next
         for continuation in guarded.continuations.values { continuation.yield(next) }
         return true
@@ -372,12 +385,17 @@ public final class SessionManager: Sendable, Observable {
                 ?? SessionError(.storageFailure, "the refreshed credentials could not be stored (\(type(of: error)))")
             guarded.withLock { $0.storageFailures[session.account] = failure }
             registrar.withMutation(of: self, keyPath: \.storageFailures) {}
+            diagnose(.warning, .storageFailed, account: session.account, ["code": "\(failure.code)"])
             // A locked store opens again: the rotated tokens, kept in memory meanwhile, are written then.
             if failure.code == .storeUnavailable { retryStoring(session) }
         case .stored:
             let cleared = guarded.withLock { $0.storageFailures.removeValue(forKey: session.account) != nil }
-            if cleared { registrar.withMutation(of: self, keyPath: \.storageFailures) {} }
+            if cleared {
+                registrar.withMutation(of: self, keyPath: \.storageFailures) {}
+                diagnose(.notice, .storedAfterRetry, account: session.account)
+            }
         case .signedOutElsewhere:
+            diagnose(.notice, .signedOutElsewhere, account: session.account)
             forgetSignedOutElsewhere(session)
         }
     }

@@ -11,8 +11,11 @@ extension TokenRefresher {
             return await exchange(presenting: refreshToken, for: session)
         }
         let held: CrossProcessLock.Held
+        let waitStarted = ContinuousClock.now
         do {
             held = try await lock.acquire()
+            session.diagnose(
+                .debug, .lockWaited, ["milliseconds": (ContinuousClock.now - waitStarted).diagnosticMilliseconds])
         } catch let error as SessionError {
             return .failure(error)
         } catch {

@@ -178,13 +178,19 @@ final class TokenRefresher: Sendable {
             case .use(let accessToken):
                 return .use(accessToken)
             case .fail(let error):
+                if error.code == .excessiveRefresh {
+                    session.diagnose(
+                        .error, .loopGuardTripped,
+                        ["refreshes": "\(machine.maximumRefreshes)", "window": machine.window.diagnosticMilliseconds])
+                }
                 return .fail(error)
             case .join(let id, let flight):
+                session.diagnose(.debug, .refreshJoined, ["cause": reason.diagnosticName])
                 return .wait(id, flight)
             case .start(let id, let refreshToken):
                 // Created under the lock that publishes it: the flight is reachable exactly as long as it runs,
                 // however many callers stop waiting, so no second refresh presents the same token meanwhile.
-                let flight = launch(id, presenting: refreshToken, for: session)
+                let flight = launch(id, presenting: refreshToken, for: session, cause: reason.diagnosticName)
                 let launched = machine.launched(id, handle: flight)
                 assert(launched, "\(id) was started and launched in one critical section")
                 return .wait(id, flight)
@@ -198,11 +204,17 @@ final class TokenRefresher: Sendable {
     }
 
     /// Creates flight `id`'s task: it refreshes, commits to the session, then tells the machine, then resolves.
-    private func launch(_ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession) -> Flight {
+    private func launch(
+        _ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession, cause: String
+    ) -> Flight {
         let result = Broadcast<String>()
+        let clock = clock
         let task = Task {
             session.report(.refreshStarted)
+            session.diagnose(.info, .refreshStarted, ["cause": cause])
+            let started = clock.now
             let outcome = await run(presenting: refreshToken, for: session)
+            Self.diagnose(outcome, of: session, cause: cause, took: clock.now - started)
             // Settled before the owner hears of it, and finished after: the owner has reacted (ending the session,
             // purging its credentials) before anyone can start another refresh or see the error, and a session it
             // ends in reaction hands the waiters this error, not a generic `sessionEnded`.
@@ -214,6 +226,25 @@ final class TokenRefresher: Sendable {
             result.resolve(outcome.mapError { $0 })
         }
         return Flight(task: task, result: result)
+    }
+
+    /// Emits a refresh's outcome: its cause, how long it took, and for a failure the code (and the OAuth error a
+    /// rejection carried).
+    private static func diagnose(
+        _ outcome: Result<String, SessionError>, of session: UserSession, cause: String, took: Duration
+    ) {
+        let milliseconds = took.diagnosticMilliseconds
+        switch outcome {
+        case .success:
+            session.diagnose(.info, .refreshSucceeded, ["cause": cause, "milliseconds": milliseconds])
+        case .failure(let error) where error.endsGrant:
+            var fields = ["cause": cause, "code": "\(error.code)", "milliseconds": milliseconds]
+            if let oauthError = error.oauthError { fields["oauthError"] = oauthError }
+            session.diagnose(.error, .refreshRejected, fields)
+        case .failure(let error):
+            session.diagnose(
+                .warning, .refreshFailed, ["cause": cause, "code": "\(error.code)", "milliseconds": milliseconds])
+        }
     }
 
     /// Waits for `flight` within the wait timeout. A wait that times out is reported as a failed refresh (the

@@ -57,6 +57,7 @@ extension UserSession {
                 let fresh = try refresher?.freshAccessToken(of: self)
                 if fresh == nil, let refresher { try await refresher.refreshIfExpiring(self) }
                 guard let credential = fresh ?? lifetime.withLock({ $0.isActive ? $0.credential : nil }) else {
+                    diagnose(.notice, .requestRefusedAfterEnd, ["method": HTTPMethod.of(request)])
                     throw SessionError.ended
                 }
                 token = credential.token
@@ -119,6 +120,9 @@ extension UserSession {
                 throw error
             case .follow(let next, let carries):
                 discard(value)
+                if carriesCredentials, !carries {
+                    diagnoseWithheld(from: request, to: next, status: response.statusCode)
+                }
                 request = next
                 carriesCredentials = carries
                 hops += 1

@@ -86,6 +86,9 @@ extension UserSession {
             case .refuse(let error):
                 throw error
             case .follow(let next, let carries):
+                if carriesCredentials, !carries {
+                    diagnoseWithheld(from: request, to: next, status: response.statusCode)
+                }
                 (request, carriesCredentials, hops) = (next, carries, hops + 1)
             }
         }

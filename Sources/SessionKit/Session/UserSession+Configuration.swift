@@ -29,6 +29,9 @@ extension UserSession {
         /// credential header fields, `https` to `http` redirects. By default every `https` origin and the loopback
         /// interface; a redirect to another origin never carries a credential, whatever the scope.
         public var credentialScope: CredentialScope
+        /// Where the session, and a ``SessionManager`` given this configuration, send their ``DiagnosticEvent``s;
+        /// `nil` (the default) sends none.
+        public var diagnostics: Diagnostics?
         /// Tests only: runs between a request's or a transfer's task creation and its start, so a test can end the
         /// session in exactly that window. `nil` (one branch per request) everywhere else.
         var beforeStart: (@Sendable (UserSession) -> Void)?
@@ -44,6 +47,7 @@ extension UserSession {
         ///   - downloadSegmentBytes: The range one request of a download asks for; `0` for one request.
         ///   - clock: The clock to read.
         ///   - credentialScope: Where the session's credentials may go.
+        ///   - diagnostics: The sink for diagnostic events; `nil` for none.
         public init(
             requestTimeout: Duration = .seconds(30),
             retryPolicy: RetryPolicy = RetryPolicy(),
@@ -52,9 +56,11 @@ extension UserSession {
             storesIDToken: Bool = false,
             downloadSegmentBytes: Int = 16 * 1024 * 1024,
             clock: (any SessionClock)? = nil,
-            credentialScope: CredentialScope = CredentialScope()
+            credentialScope: CredentialScope = CredentialScope(),
+            diagnostics: Diagnostics? = nil
         ) {
             self.credentialScope = credentialScope
+            self.diagnostics = diagnostics
             self.requestTimeout = requestTimeout
             self.retryPolicy = retryPolicy
             self.cacheMaximumBytes = cacheMaximumBytes

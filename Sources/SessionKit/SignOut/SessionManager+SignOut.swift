@@ -171,7 +171,27 @@ extension SessionManager {
             if options.terminateServerSession != nil, tokens != nil { report.serverSession = .inBackground }
             if options.providerLogout != nil || options.openIDLogout != nil { report.providerLogout = .inBackground }
         }
+        diagnoseSteps(of: report)
         return report
+    }
+
+    /// Emits each step of a sign-out that ran, with its outcome: failures as warnings.
+    private func diagnoseSteps(of report: SignOutReport) {
+        guard configuration.sessionConfiguration.diagnostics != nil else { return }
+        var steps: [(String, SignOutReport.StepOutcome)] = [
+            ("purge_intent", report.purgeIntent), ("credential_deletion", report.credentialDeletion),
+            ("proof_key_destruction", report.proofKeyDestruction), ("directory_removal", report.directoryRemoval),
+            ("refresh_token_revocation", report.refreshTokenRevocation),
+            ("access_token_revocation", report.accessTokenRevocation), ("server_session", report.serverSession),
+            ("provider_logout", report.providerLogout),
+        ]
+        steps += report.resourcePurges.map { ("resource:\($0.resource)", $0.outcome) }
+        for (step, outcome) in steps where outcome != .notRequested {
+            let failed = outcome != .succeeded && outcome != .inBackground
+            diagnose(
+                failed ? .warning : .info, .signOutStep, account: report.account,
+                ["step": step, "outcome": outcome.description])
+        }
     }
 
     /// Makes current, in place of the current session that is leaving (already out of `sessions`), the live session

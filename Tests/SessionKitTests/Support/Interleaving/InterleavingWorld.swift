@@ -42,8 +42,16 @@ final class InterleavingWorld: Sendable {
     let dpopNonces: Bool
     private let arrivals = Locked<[Int: [Arrival]]>([:])
     private let gates = Locked<[String: Gate]>([:])
+    /// Every diagnostic event of every schedule run in this world, as JSON lines: the redaction check reads them.
+    let events = Locked<[String]>([])
+    /// The sink each schedule's manager and sessions send their events to, at every level.
+    let diagnostics: Diagnostics
 
     private init(mock: MockAuthorizationServer, dpopNonces: Bool) {
+        let events = events
+        self.diagnostics = Diagnostics(level: .debug) { event in
+            events.withLock { $0.append(event.jsonLine + "\n" + event.description) }
+        }
         self.mock = mock
         self.client = mock.makeClient(usesDPoP: false)
         self.dpopClient = mock.makeClient(usesDPoP: true)
@@ -64,6 +72,35 @@ final class InterleavingWorld: Sendable {
 
     func stop() async {
         await mock.stop()
+    }
+
+    /// Every secret that went over the wire to the mock: the credential of each `Authorization` field, `DPoP`
+    /// proofs, cookies, and the form fields that carry tokens, codes and verifiers. At least 8 characters each, so
+    /// that a short common word is never taken for one.
+    func secretsSent() -> Set<String> {
+        var secrets: Set<String> = []
+        let formFields: Set<String> = [
+            "refresh_token", "code", "code_verifier", "token", "device_code", "client_assertion", "password",
+            "client_secret", "id_token_hint",
+        ]
+        for request in mock.requests {
+            for (name, value) in request.headers {
+                switch name.lowercased() {
+                case "authorization":
+                    secrets.insert(String(value.split(separator: " ", maxSplits: 1).last ?? ""))
+                case "dpop", "cookie":
+                    secrets.insert(value)
+                default:
+                    break
+                }
+            }
+            for pair in String(decoding: request.body, as: UTF8.self).split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2, formFields.contains(String(parts[0])) else { continue }
+                secrets.insert(String(parts[1]).removingPercentEncoding ?? String(parts[1]))
+            }
+        }
+        return secrets.filter { $0.count >= 8 }
     }
 
     /// A request for `call` of `schedule`; a slow one is held at a gate the caller opens.

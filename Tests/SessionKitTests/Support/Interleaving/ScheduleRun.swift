@@ -79,7 +79,8 @@ final class ScheduleRun: Sendable {
                 store: store,
                 tokenEndpoint: ScheduleTokenEndpoint(client: world.client, model: model, clock: sessionClock),
                 revoker: ScheduleRevoker(client: world.client, model: model),
-                sessionConfiguration: UserSession.Configuration(cacheMaximumBytes: 0, clock: sessionClock),
+                sessionConfiguration: UserSession.Configuration(
+                    cacheMaximumBytes: 0, clock: sessionClock, diagnostics: world.diagnostics),
                 refreshPolicy: RefreshPolicy(
                     jitter: .zero, waitTimeout: Self.waitTimeout,
                     retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero))

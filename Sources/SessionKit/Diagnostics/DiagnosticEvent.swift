@@ -1,0 +1,155 @@
+import Foundation
+
+/// One thing SessionKit did or decided, for an app's logs: why a user was signed out, refreshed or kept waiting.
+///
+/// Events carry the account, names, codes, durations and counts, and origins (`https://host:port`): never a
+/// token, an authorization code, a cookie, a nonce, a request or response body, or a URL's path or query. The
+/// account is the only personal datum; the `os.Logger` adapter marks it private.
+public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How much an event matters; a ``Diagnostics`` sink drops those below its level.
+    public enum Level: Int, Sendable, Hashable, Codable, Comparable, CaseIterable, CustomStringConvertible {
+        /// Details of normal work: lock waits, coalesced refresh callers, cross-process notices.
+        case debug
+        /// Normal work worth a line: state changes, refreshes, restore's choices, sign-out steps that succeeded.
+        case info
+        /// Something the user may notice: the store locked, a retry, credentials withheld at a redirect.
+        case notice
+        /// Something went wrong and SessionKit went on: a failed refresh, a failed purge step, a write refused.
+        case warning
+        /// An account was lost to it: a rejected grant, a loop-guard trip.
+        case error
+
+        /// Whether `lhs` matters less than `rhs`.
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// The level's name.
+        public var description: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    /// What happened. The raw values are stable: logs and the `sessionkit timeline` command read them.
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// The manager's ``SessionState`` changed: `from`, `to` (state names).
+        case stateChanged = "state.changed"
+        /// A refresh began: `cause` (`proactive`, `401`, `forced`).
+        case refreshStarted = "refresh.started"
+        /// A caller joined a refresh already in flight instead of starting one: `cause`.
+        case refreshJoined = "refresh.joined"
+        /// A refresh succeeded: `cause`, `milliseconds`.
+        case refreshSucceeded = "refresh.succeeded"
+        /// A refresh failed and the account stays signed in: `cause`, `code`, `milliseconds`.
+        case refreshFailed = "refresh.failed"
+        /// The provider rejected the grant; the account must sign in again: `cause`, `code`, `oauthError`,
+        /// `milliseconds`.
+        case refreshRejected = "refresh.rejected"
+        /// The loop guard refused another refresh: `refreshes`, `windowSeconds`.
+        case loopGuardTripped = "refresh.loop_guard"
+        /// A refresh waited for the cross-process lock: `milliseconds`.
+        case lockWaited = "lock.waited"
+        /// Restore finished: `outcome` (`restored`, `offline`, `nothing`, `rejected`, `store_unavailable`),
+        /// `accounts` (how many restored), `reason` for offline (`network`, `launch_budget`).
+        case restoreFinished = "restore.finished"
+        /// The store could not be read; the manager tries again: `attempt`, `code`.
+        case storeRetry = "store.retry"
+        /// A credential write failed; the session goes on with the tokens in memory: `code`.
+        case storageFailed = "storage.failed"
+        /// Tokens a locked store refused were written once it opened.
+        case storedAfterRetry = "storage.stored_after_retry"
+        /// One step of a sign-out: `step`, `outcome` (`succeeded`, `failed (code)`, `timed out`, `in background`).
+        case signOutStep = "sign_out.step"
+        /// Another process announced a change to the shared store.
+        case crossProcessNotice = "cross_process.notice"
+        /// The account was signed out in another process; its session here ended.
+        case signedOutElsewhere = "cross_process.signed_out"
+        /// A request was refused because its session had ended: `kind` (the request's kind).
+        case requestRefusedAfterEnd = "request.refused_after_end"
+        /// A redirect left the origin and the session's credentials were withheld from it: `from`, `to` (origins),
+        /// `status`.
+        case credentialsWithheld = "redirect.credentials_withheld"
+    }
+
+    /// When, on the wall clock of the session's ``SessionClock``.
+    public let time: Date
+    /// How much it matters.
+    public let level: Level
+    /// What happened.
+    public let kind: Kind
+    /// The account it is about, if any.
+    public let account: Account?
+    /// Names, codes, durations and counts, by name; see ``Kind`` for which each kind carries.
+    public let fields: [String: String]
+
+    /// An event.
+    ///
+    /// - Parameters:
+    ///   - time: When.
+    ///   - level: How much it matters.
+    ///   - kind: What happened.
+    ///   - account: The account it is about.
+    ///   - fields: Its details; never a secret.
+    public init(time: Date, level: Level, kind: Kind, account: Account?, fields: [String: String] = [:]) {
+        self.time = time
+        self.level = level
+        self.kind = kind
+        self.account = account
+        self.fields = fields
+    }
+
+    /// One line: the time, the level, the kind, the account, then the fields in name order.
+    public var description: String {
+        var line = "\(Self.timestamp(time)) \(level) \(kind.rawValue)"
+        if let account { line += " account=\(account.subject)@\(account.issuer)" }
+        for name in fields.keys.sorted() { line += " \(name)=\(fields[name] ?? "")" }
+        return line
+    }
+
+    /// The event as one line of JSON: `time` (ISO 8601 with milliseconds), `level`, `kind`, `issuer` and
+    /// `subject` when there is an account, and `fields`.
+    public var jsonLine: String {
+        var members: [String: JSONValue] = [
+            "time": .string(Self.timestamp(time)), "level": .string(level.description), "kind": .string(kind.rawValue),
+            "fields": .object(fields.mapValues { .string($0) }),
+        ]
+        if let account {
+            members["issuer"] = .string(account.issuer)
+            members["subject"] = .string(account.subject)
+        }
+        return JSONValue.object(members).serialized
+    }
+
+    /// Reads a line ``jsonLine`` wrote; `nil` for anything else.
+    ///
+    /// - Parameter line: The line.
+    public init?(jsonLine line: String) {
+        guard case .object(let members)? = try? JSONParser.parse(Array(line.utf8)),
+            case .string(let timeText)? = members["time"], let time = Self.date(timeText),
+            case .string(let levelName)? = members["level"],
+            let level = Level.allCases.first(where: { $0.description == levelName }),
+            case .string(let kindName)? = members["kind"], let kind = Kind(rawValue: kindName)
+        else { return nil }
+        var account: Account?
+        if case .string(let issuer)? = members["issuer"], case .string(let subject)? = members["subject"] {
+            account = Account(issuer: issuer, subject: subject)
+        }
+        var fields: [String: String] = [:]
+        if case .object(let values)? = members["fields"] {
+            for (name, value) in values { if case .string(let text) = value { fields[name] = text } }
+        }
+        self.init(time: time, level: level, kind: kind, account: account, fields: fields)
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    private static func date(_ text: String) -> Date? {
+        try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
+    }
+}
