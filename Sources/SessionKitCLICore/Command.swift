@@ -14,6 +14,14 @@ enum Command: Sendable, Equatable {
     case auditLogout(LogoutAuditOptions)
     /// `sessionkit audit redirects`.
     case auditRedirects(RedirectAuditOptions)
+    /// `sessionkit timeline`.
+    case timeline(TimelineOptions)
+}
+
+/// The options of `sessionkit timeline`.
+struct TimelineOptions: Sendable, Equatable {
+    /// The captured stream; `nil` reads standard input.
+    var file: String?
 }
 
 /// Which help text to print.
@@ -30,6 +38,8 @@ enum HelpTopic: Sendable, Equatable, CaseIterable {
     case auditLogout
     /// `sessionkit audit redirects`.
     case auditRedirects
+    /// `sessionkit timeline`.
+    case timeline
 }
 
 /// The options of `sessionkit demo`.

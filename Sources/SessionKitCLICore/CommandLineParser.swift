@@ -57,6 +57,15 @@ enum CommandLineParser {
         case "demo":
             if wantsHelp(rest) { return .help(.demo) }
             return .demo(try demo(rest))
+        case "timeline":
+            if wantsHelp(rest) { return .help(.timeline) }
+            switch rest.count {
+            case 0: return .timeline(TimelineOptions(file: nil))
+            case 1 where !rest[0].hasPrefix("-") || rest[0] == "-":
+                return .timeline(TimelineOptions(file: rest[0] == "-" ? nil : rest[0]))
+            default:
+                throw UsageError("timeline takes one file of JSON lines, or none for standard input", topic: .timeline)
+            }
         case "audit":
             guard let kind = rest.first else {
                 throw UsageError("audit needs a kind: cache, logout or redirects", topic: .audit)
@@ -92,6 +101,7 @@ enum CommandLineParser {
         case ["audit", "cache"]: return .auditCache
         case ["audit", "logout"]: return .auditLogout
         case ["audit", "redirects"]: return .auditRedirects
+        case ["timeline"]: return .timeline
         default: throw UsageError("no help for that; try `sessionkit help audit cache`")
         }
     }

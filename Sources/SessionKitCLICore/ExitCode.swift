@@ -26,6 +26,15 @@ enum ExitCode: Int32, Sendable, CaseIterable {
 
     /// The exit statuses of `sessionkit demo`: its scenarios run on this machine only, so no host, TLS or remote
     /// answer can fail it.
+    static let timelineHelpText = """
+        Exit status:
+          0  the timeline was printed
+          1  not used: a timeline finds no leak
+          2  usage error: more than one file, or an unknown flag
+          3  the file could not be read, it held no event, or standard output
+             could not be written
+        """
+
     static let demoHelpText = """
         Exit status:
           0  no SessionKit row leaked (the naive rows are expected to)

@@ -67,6 +67,8 @@ public enum SessionKitTool {
                 return usage(error, console: console)
             }
             return await RedirectAudit.run(options, token: token, console: console.scrubbing([token]))
+        case .timeline(let options):
+            return Timeline.run(options, console: console)
         }
     }
 

@@ -14,12 +14,14 @@ enum Usage {
             case .auditCache: auditCache
             case .auditLogout: auditLogout
             case .auditRedirects: auditRedirects
+            case .timeline: timeline
             }
         let exits =
             switch topic {
             case .auditCache: ExitCode.cacheHelpText
             case .auditLogout: ExitCode.logoutHelpText
             case .auditRedirects: ExitCode.redirectsHelpText
+            case .timeline: ExitCode.timelineHelpText
             case .demo: ExitCode.demoHelpText
             case .tool, .audit: ExitCode.helpText
             }
@@ -35,6 +37,7 @@ enum Usage {
         case .auditCache: "sessionkit audit cache --help"
         case .auditLogout: "sessionkit audit logout --help"
         case .auditRedirects: "sessionkit audit redirects --help"
+        case .timeline: "sessionkit timeline --help"
         }
     }
 
@@ -47,7 +50,9 @@ enum Usage {
           sessionkit audit logout --resource URL --revocation-endpoint URL
                                   --client-id ID [token options]
           sessionkit audit redirects --url URL [token options]
-          sessionkit help [demo | audit cache | audit logout | audit redirects]
+          sessionkit timeline [FILE]
+          sessionkit help [demo | audit cache | audit logout | audit redirects |
+                           timeline]
           sessionkit --version
 
         Commands:
@@ -60,6 +65,8 @@ enum Usage {
           audit redirects
                         ask a real API whether it redirects a request that
                         carries a bearer token to another origin
+          timeline      print a captured stream of SessionKit's diagnostic
+                        events as a timeline
 
         Options:
           -h, --help    show help; `sessionkit <command> --help` for a command
@@ -207,6 +214,21 @@ enum Usage {
               --revocation-endpoint https://id.example.com/oauth/revoke \\
               --token-endpoint https://id.example.com/oauth/token \\
               --client-id my-app
+        """
+
+    static let timeline = """
+        sessionkit timeline: a captured stream of SessionKit's diagnostic events,
+        as a timeline a person can read
+
+        Usage:
+          sessionkit timeline [FILE]
+
+        Reads the JSON lines an app wrote with
+        Diagnostics.lines(format: .jsonLines) from FILE, or standard input when
+        FILE is missing or -, and prints one line per event: the time since the
+        first event, the level, the account, and what happened, in words. The
+        events carry accounts, codes, durations and counts; never a token.
+        Lines that are not events are skipped and counted on standard error.
         """
 
     static let auditRedirects = """

@@ -1,0 +1,86 @@
+import Foundation
+import SessionKit
+import SessionKitTesting
+import Testing
+
+@testable import SessionKitCLICore
+
+/// `sessionkit timeline` over a stream a real manager wrote (issue 36): one sign-in, a refresh the provider
+/// rejects, the sign-in again and a sign-out, read back as a timeline in order.
+@Suite(.timeLimit(.minutes(1))) struct TimelineTests {
+    static let alice = Account(issuer: "https://timeline.sessionkit.invalid", subject: "alice")
+
+    /// The JSON lines a manager writes through `Diagnostics.lines(format: .jsonLines)` during one account's day.
+    static func capturedDay() async throws -> String {
+        let lines = Lock<[String]>([])
+        let diagnostics = Diagnostics.lines(level: .debug, format: .jsonLines) { line in
+            lines.withLock { $0.append(line) }
+        }
+        let endpoint = ScriptedTokenEndpoint { presented, _ in
+            guard presented == "rt-1" else {
+                throw SessionError(.refreshRejected, "rejected", statusCode: 400, oauthError: "invalid_grant")
+            }
+            return TokenSet(accessToken: "at-2", refreshToken: "rt-dead", lifetime: .seconds(3600))
+        }
+        let manager = SessionManager(
+            configuration: .init(
+                store: InMemoryCredentialStore(), tokenEndpoint: endpoint,
+                sessionConfiguration: .init(diagnostics: diagnostics)))
+        let session = try await manager.signIn(
+            alice, tokens: TokenSet(accessToken: "at-1", refreshToken: "rt-1", lifetime: .seconds(3600)))
+        try await session.refreshTokens()
+        await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+        _ = try await manager.signIn(
+            alice, tokens: TokenSet(accessToken: "at-3", refreshToken: "rt-1", lifetime: .seconds(3600)))
+        await manager.signOut()
+        diagnostics.flush()
+        return lines.withLock { $0 }.joined(separator: "\n") + "\n"
+    }
+
+    @Test func aCapturedDayReadsInOrderAndWithoutATokenInSight() async throws {
+        let stream = try await Self.capturedDay()
+        let (lines, skipped) = Timeline.render("not an event\n" + stream + "\n\n")
+        #expect(skipped == 1)
+        let expected = [
+            "state signedOut → authenticating", "state authenticating → active", "refresh started (forced)",
+            "refresh succeeded in", "refresh started (forced)", "refresh rejected: refreshRejected, invalid_grant",
+            "state refreshing → reauthenticationRequired", "state reauthenticationRequired → authenticating",
+            "state active → signedOut", "sign-out step credential_deletion: succeeded",
+        ]
+        var remaining = expected[...]
+        for line in lines where remaining.first.map(line.contains) == true { remaining = remaining.dropFirst() }
+        #expect(remaining.isEmpty, "missing from the timeline: \(Array(remaining))\n\(lines.joined(separator: "\n"))")
+        #expect(lines.allSatisfy { $0.hasPrefix("+") && $0.contains("alice") || $0.contains(" - ") })
+        for secret in ["at-1", "at-2", "at-3", "rt-1", "rt-dead"] {
+            #expect(!stream.contains("\"\(secret)\""), "the stream carried \(secret)")
+            #expect(!lines.joined().contains(secret), "the timeline carried \(secret)")
+        }
+    }
+
+    @Test func theCommandReadsAFileOrStandardInputAndRefusesWhatHoldsNoEvent() async throws {
+        let stream = try await Self.capturedDay()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let file = directory.appendingPathComponent("events.jsonl")
+            try Data(stream.utf8).write(to: file)
+            let fromFile = CapturedConsole()
+            #expect(await fromFile.run(["timeline", file.path]) == .ok)
+            #expect(fromFile.output.contains("refresh rejected"))
+            #expect(fitsEightyColumns(Usage.text(.timeline)))
+
+            let fromInput = CapturedConsole(input: stream.split(separator: "\n").map(String.init))
+            #expect(await fromInput.run(["timeline"]) == .ok)
+            #expect(fromInput.output == fromFile.output)
+
+            let empty = CapturedConsole(input: ["garbage", "{}"])
+            #expect(await empty.run(["timeline", "-"]) == .failure)
+            #expect(empty.errors.contains("no SessionKit diagnostic events"))
+            #expect(
+                await CapturedConsole().run(["timeline", directory.appendingPathComponent("missing").path]) == .failure)
+            #expect(await CapturedConsole().run(["timeline", "a", "b"]) == .usage)
+            #expect(await CapturedConsole().run(["timeline", "--color"]) == .usage)
+        }
+    }
+}
