@@ -30,6 +30,14 @@ enum RequestBenchmarks {
         Benchmark(
             resultNames: names(label: "sequential"),
             run: { try await compare(label: "sequential", concurrency: 1, turn: 8, turnsPerRound: 50) }),
+        // The same with a diagnostics sink that keeps every level: what an app that turned the stream on pays per
+        // request (nothing is emitted on a request's path unless something notable happens: a refresh, a refusal).
+        Benchmark(
+            resultNames: names(label: "sequential.diagnostics"),
+            run: {
+                try await compare(
+                    label: "sequential.diagnostics", concurrency: 1, turn: 8, turnsPerRound: 50, diagnostics: true)
+            }),
         Benchmark(
             resultNames: names(label: "concurrent8"),
             run: { try await compare(label: "concurrent8", concurrency: 8, turn: 4, turnsPerRound: 15) }),
@@ -92,11 +100,12 @@ enum RequestBenchmarks {
     ///   - concurrency: How many workers each client has.
     ///   - turn: How many requests each worker of a client sends before the next client's turn.
     ///   - turnsPerRound: How many turns each client has per round and server.
+    ///   - diagnostics: Whether the session sends its diagnostic events to a sink (that keeps every level).
     /// - Returns: The figures.
     /// - Throws: When a server cannot start or a request fails.
-    private static func compare(label: String, concurrency: Int, turn: Int, turnsPerRound: Int) async throws
-        -> [BenchResult]
-    {
+    private static func compare(
+        label: String, concurrency: Int, turn: Int, turnsPerRound: Int, diagnostics: Bool = false
+    ) async throws -> [BenchResult] {
         var servers = [try await BenchServer.localServer()]
         if let nginx = try await BenchServer.nginx() {
             servers.append(nginx)
@@ -120,6 +129,7 @@ enum RequestBenchmarks {
                 account: Account(issuer: server.baseURL.absoluteString, subject: "alice"),
                 tokens: TokenSet(
                     accessToken: BenchServer.token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
+                configuration: .init(diagnostics: diagnostics ? Diagnostics(level: .debug) { _ in } : nil),
                 tokenEndpoint: client)
             let raw = rawSession()
             let immediate = rawSession(immediate: true)
