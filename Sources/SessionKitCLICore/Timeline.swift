@@ -59,6 +59,8 @@ enum Timeline {
         case .requestRefusedAfterEnd: return "a \(field("method")) request was refused: its session had ended"
         case .credentialsWithheld:
             return "redirect \(field("status")) from \(field("from")) to \(field("to")): credentials withheld"
+        case .redirectRefused:
+            return "redirect \(field("status")) from \(field("from")) to \(field("to")) refused: \(field("code"))"
         }
     }
 

@@ -352,6 +352,31 @@ import Testing
         }
     }
 
+    /// Seeing what happened: the stream turned on as the article shows, written as JSON lines that
+    /// `sessionkit timeline` reads.
+    @Test func diagnosticsTurnedOnAsTheArticleShows() async throws {
+        let written = Lock<[String]>([])
+        let store = InMemoryCredentialStore()
+        let oauth = ScriptedTokenEndpoint { _, call in
+            TokenSet(accessToken: "at-\(call)", refreshToken: "rt-\(call)", lifetime: .seconds(3600))
+        }
+        let account = Account(issuer: "https://id.example", subject: "alice")
+        // sample-begin: diagnostics-on
+        var sessions = UserSession.Configuration()
+        sessions.diagnostics = .lines(level: .info, format: .jsonLines) { line in
+            written.withLock { $0.append(line) }  // or leave `write` out: standard error
+        }
+        let manager = SessionManager(
+            configuration: .init(store: store, tokenEndpoint: oauth, sessionConfiguration: sessions))
+        // sample-end: diagnostics-on
+        let session = try await manager.signIn(account, tokens: TokenSet(accessToken: "at-0", refreshToken: "rt-0"))
+        try await session.refreshTokens()
+        sessions.diagnostics?.flush()
+        let events = written.withLock { $0 }.compactMap(DiagnosticEvent.init(jsonLine:))
+        #expect(events.map(\.kind).contains(.refreshSucceeded))
+        #expect(events.allSatisfy { $0.level >= .info })
+    }
+
     // MARK: - The documents show this code
 
     /// Where each sample is shown.
@@ -365,6 +390,7 @@ import Testing
             ]
         ),
         ("Sources/SessionKit/SessionKit.docc/SeveralAccounts.md", ["several-providers"]),
+        ("Sources/SessionKit/SessionKit.docc/SeeingWhatHappened.md", ["diagnostics-on"]),
         ("Sources/SessionKit/SessionKit.docc/OpenIDConnect.md", ["openid-sign-in", "openid-sign-out"]),
         (
             "Sources/SessionKit/SessionKit.docc/SigningInFromACommandLine.md",

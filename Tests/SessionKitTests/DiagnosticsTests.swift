@@ -109,6 +109,31 @@ import Testing
         #expect(failed?.level == .warning)
     }
 
+    /// A revoker that fails, as a provider that is down does.
+    struct FailingRevoker: TokenRevoker {
+        func revoke(_ token: String, hint: TokenTypeHint) async throws {
+            throw SessionError(.providerOutage, "down")
+        }
+    }
+
+    @Test func aRevocationLeftToTheBackgroundIsToldWhenItsOutcomeIsKnown() async throws {
+        let recorder = Recorder()
+        let manager = SessionManager(
+            configuration: .init(
+                store: InMemoryCredentialStore(), revoker: FailingRevoker(),
+                sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
+        _ = try await manager.signIn(Self.alice, tokens: Self.tokens("alice"))
+        var options = SignOutOptions()
+        options.waitForServer = false
+        await manager.signOut(options: options)
+        _ = await manager.finishPendingWork(within: .seconds(5))
+        // Either may come first: the revocation runs beside the purge.
+        let outcomes = recorder.recorded.filter { $0.fields["step"] == "refresh_token_revocation" }
+            .compactMap { $0.fields["outcome"] }
+        #expect(Set(outcomes) == ["in background", "failed (providerOutage)"], "\(outcomes)")
+        #expect(outcomes.count == 2)
+    }
+
     @Test func aSignOutInAnotherProcessIsTold() async throws {
         try await TemporaryDirectory.with { directory in
             let recorder = Recorder()
@@ -159,6 +184,28 @@ import Testing
                     ]), "\(recorder.recorded.map(\.description))")
                 #expect(!recorder.recorded.contains { $0.description.contains("secret") })
             }
+        }
+    }
+
+    @Test func aRefusedRedirectIsAWarningWithItsCode() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/loop") { _ in .text("", status: 302, headers: [("Location", "/loop?again=secret-query")]) }
+            let recorder = Recorder()
+            let session = UserSession(
+                account: Self.alice, tokens: Self.tokens("alice"),
+                configuration: .init(diagnostics: recorder.diagnostics))
+            defer { session.end() }
+            await #expect(throws: SessionError.self) {
+                _ = try await session.data(for: URLRequest(url: server.url("/loop")))
+            }
+            let origin = Origin(server.url("/"))!.description
+            let refused = recorder.recorded.filter { $0.kind == .redirectRefused }
+            #expect(refused.count == 1)
+            #expect(
+                refused.first?.fields
+                    == ["from": origin, "to": origin, "status": "302", "code": "malformedResponse"])
+            #expect(refused.first?.level == .warning)
+            #expect(!recorder.recorded.contains { $0.description.contains("secret") })
         }
     }
 

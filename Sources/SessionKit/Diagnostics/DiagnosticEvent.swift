@@ -73,6 +73,8 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         /// A redirect left the origin and the session's credentials were withheld from it: `from`, `to` (origins),
         /// `status`.
         case credentialsWithheld = "redirect.credentials_withheld"
+        /// A redirect was refused (`https` to plain `http`, too many hops): `from`, `to` (origins), `status`, `code`.
+        case redirectRefused = "redirect.refused"
     }
 
     /// When, on the wall clock of the session's ``SessionClock``.

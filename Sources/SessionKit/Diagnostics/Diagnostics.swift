@@ -9,7 +9,7 @@ import Foundation
 ///
 /// ```swift
 /// var sessions = UserSession.Configuration()
-/// sessions.diagnostics = .lines(level: .info, format: .jsonLines)  // standard error, one JSON object per line
+/// sessions.diagnostics = .lines(level: .info, format: .jsonLines)  // standard error, one JSON line per event
 /// let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth,
 ///                                                   sessionConfiguration: sessions))
 /// ```
@@ -117,6 +117,20 @@ extension UserSession {
         let from = request.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
         let to = next.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
         diagnose(.notice, .credentialsWithheld, ["from": from, "to": to, "status": "\(status)"])
+    }
+
+    /// Emits that a redirect was refused: the origins it left and named (never a path or query), the status and
+    /// the refusal's code.
+    func diagnoseRefusedRedirect(from request: URLRequest, response: HTTPURLResponse, error: SessionError) {
+        guard configuration.diagnostics != nil else { return }
+        let from = request.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
+        let location = response.value(forHTTPHeaderField: "Location").flatMap {
+            URL(string: $0, relativeTo: request.url)
+        }
+        let to = location.flatMap { Origin($0.absoluteURL) }.map { "\($0)" } ?? "?"
+        diagnose(
+            .warning, .redirectRefused,
+            ["from": from, "to": to, "status": "\(response.statusCode)", "code": "\(error.code)"])
     }
 }
 

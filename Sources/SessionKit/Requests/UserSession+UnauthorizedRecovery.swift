@@ -117,6 +117,7 @@ extension UserSession {
                 break
             case .refuse(let error):
                 discard(value)
+                diagnoseRefusedRedirect(from: request, response: response, error: error)
                 throw error
             case .follow(let next, let carries):
                 discard(value)

@@ -84,6 +84,7 @@ extension UserSession {
             case .deliver:
                 return (data, response)
             case .refuse(let error):
+                diagnoseRefusedRedirect(from: request, response: response, error: error)
                 throw error
             case .follow(let next, let carries):
                 if carriesCredentials, !carries {

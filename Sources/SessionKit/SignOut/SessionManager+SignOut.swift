@@ -137,9 +137,12 @@ extension SessionManager {
         //    ended (a refresh committed while writes were waited for included).
         let tokens = ending?.tokens
         let revoker = target.revoker
-        let serverSteps = Task { [configuration] () -> SignOutReport in
-            await Self.runServerSteps(
+        let serverSteps = Task { [configuration, weak self] () -> SignOutReport in
+            let report = await Self.runServerSteps(
                 tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration)
+            // In the background the report says only "in background": the outcomes are told when they are known.
+            if !options.waitForServer { self?.diagnoseSteps(of: report) }
+            return report
         }
         // A process about to exit waits for them (finishPendingWork), whether or not this call does.
         pendingWork.track(.serverSteps, serverSteps)
@@ -176,7 +179,7 @@ extension SessionManager {
     }
 
     /// Emits each step of a sign-out that ran, with its outcome: failures as warnings.
-    private func diagnoseSteps(of report: SignOutReport) {
+    func diagnoseSteps(of report: SignOutReport) {
         guard configuration.sessionConfiguration.diagnostics != nil else { return }
         var steps: [(String, SignOutReport.StepOutcome)] = [
             ("purge_intent", report.purgeIntent), ("credential_deletion", report.credentialDeletion),
