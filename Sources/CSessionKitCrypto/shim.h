@@ -120,14 +120,30 @@ done:
     return status;
 }
 
+/// The key of `type` ("RSA", "EC") whose `selection` (EVP_PKEY_PUBLIC_KEY, EVP_PKEY_KEYPAIR) the parameters in
+/// `builder` describe; NULL when OpenSSL refuses them. Frees what it makes besides the key; the caller frees the
+/// builder and the key.
+static inline EVP_PKEY *sk_key_from_builder(const char *type, int selection, OSSL_PARAM_BLD *builder) {
+    EVP_PKEY *key = NULL;
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(builder);
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    if (params == NULL || context == NULL || EVP_PKEY_fromdata_init(context) != 1
+        || EVP_PKEY_fromdata(context, &key, selection, params) != 1) {
+        EVP_PKEY_free(key);
+        key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    // The parameters may hold a private scalar: OpenSSL clears secure-heap parameters as it frees them.
+    OSSL_PARAM_free(params);
+    return key;
+}
+
 /// An RSA public key from big-endian modulus and exponent; NULL when OpenSSL refuses them. The caller frees it.
 static inline EVP_PKEY *sk_rsa_public_key(const uint8_t *modulus, size_t modulus_length, const uint8_t *exponent,
                                           size_t exponent_length) {
     EVP_PKEY *key = NULL;
     BIGNUM *n = NULL, *e = NULL;
     OSSL_PARAM_BLD *builder = NULL;
-    OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *context = NULL;
     if (modulus == NULL || exponent == NULL || modulus_length == 0 || exponent_length == 0) goto done;
     if (modulus_length > SK_RSA_MAX_MODULUS_BYTES || exponent_length > SK_RSA_MAX_EXPONENT_BYTES) goto done;
     n = BN_bin2bn(modulus, (int)modulus_length, NULL);
@@ -137,16 +153,8 @@ static inline EVP_PKEY *sk_rsa_public_key(const uint8_t *modulus, size_t modulus
     if (builder == NULL || OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n) != 1
         || OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e) != 1)
         goto done;
-    params = OSSL_PARAM_BLD_to_param(builder);
-    context = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
-    if (params == NULL || context == NULL || EVP_PKEY_fromdata_init(context) != 1) goto done;
-    if (EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) {
-        EVP_PKEY_free(key);
-        key = NULL;
-    }
+    key = sk_key_from_builder("RSA", EVP_PKEY_PUBLIC_KEY, builder);
 done:
-    EVP_PKEY_CTX_free(context);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(builder);
     BN_free(n);
     BN_free(e);
@@ -158,8 +166,7 @@ done:
 static inline EVP_PKEY *sk_ec_public_key(int curve, const uint8_t *x, const uint8_t *y, size_t coordinate_length) {
     EVP_PKEY *key = NULL, *candidate = NULL;
     OSSL_PARAM_BLD *builder = NULL;
-    OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *context = NULL, *check = NULL;
+    EVP_PKEY_CTX *check = NULL;
     uint8_t point[1 + 2 * 48];
     const size_t size = sk_curve_size(curve);
     if (size == 0 || x == NULL || y == NULL || coordinate_length != size) goto done;
@@ -172,10 +179,8 @@ static inline EVP_PKEY *sk_ec_public_key(int curve, const uint8_t *x, const uint
         || OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, sk_curve_name(curve), 0) != 1
         || OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * size) != 1)
         goto done;
-    params = OSSL_PARAM_BLD_to_param(builder);
-    context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    if (params == NULL || context == NULL || EVP_PKEY_fromdata_init(context) != 1) goto done;
-    if (EVP_PKEY_fromdata(context, &candidate, EVP_PKEY_PUBLIC_KEY, params) != 1) goto done;
+    candidate = sk_key_from_builder("EC", EVP_PKEY_PUBLIC_KEY, builder);
+    if (candidate == NULL) goto done;
     // Decoding already refuses a point off the curve; the explicit check says so and also refuses infinity.
     check = EVP_PKEY_CTX_new_from_pkey(NULL, candidate, NULL);
     if (check == NULL || EVP_PKEY_public_check(check) != 1) goto done;
@@ -184,8 +189,6 @@ static inline EVP_PKEY *sk_ec_public_key(int curve, const uint8_t *x, const uint
 done:
     EVP_PKEY_CTX_free(check);
     EVP_PKEY_free(candidate);
-    EVP_PKEY_CTX_free(context);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(builder);
     return key;
 }
@@ -357,9 +360,7 @@ done:
 /// object for signing: each signature has its own context and nothing here changes the key.
 static inline void *sk_p256_key_new(const uint8_t *scalar, const uint8_t *x, const uint8_t *y) {
     EVP_PKEY *key = NULL;
-    EVP_PKEY_CTX *context = NULL;
     OSSL_PARAM_BLD *builder = NULL;
-    OSSL_PARAM *params = NULL;
     BIGNUM *d = NULL;
     uint8_t point[65];
     if (scalar == NULL || x == NULL || y == NULL) goto done;
@@ -373,16 +374,8 @@ static inline void *sk_p256_key_new(const uint8_t *scalar, const uint8_t *x, con
         || OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point) != 1
         || OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_PRIV_KEY, d) != 1)
         goto done;
-    params = OSSL_PARAM_BLD_to_param(builder);
-    context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    if (params == NULL || context == NULL || EVP_PKEY_fromdata_init(context) != 1
-        || EVP_PKEY_fromdata(context, &key, EVP_PKEY_KEYPAIR, params) != 1) {
-        EVP_PKEY_free(key);
-        key = NULL;
-    }
+    key = sk_key_from_builder("EC", EVP_PKEY_KEYPAIR, builder);
 done:
-    EVP_PKEY_CTX_free(context);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(builder);
     BN_clear_free(d);
     ERR_clear_error();
