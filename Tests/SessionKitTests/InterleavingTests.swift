@@ -141,7 +141,7 @@ struct InterleavingTests {
             let lines = world.events.withLock { $0 }
             redaction.events += lines.count
             redaction.secrets += secrets.count
-            for line in lines where secrets.contains(where: { line.contains($0) }) {
+            for line in lines where InterleavingWorld.words(of: line).contains(where: secrets.contains) {
                 redaction.leaked += 1
                 if redaction.leaked == 1 { print("an event carried a secret: \(line)") }
             }

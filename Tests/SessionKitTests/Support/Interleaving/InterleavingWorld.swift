@@ -74,10 +74,18 @@ final class InterleavingWorld: Sendable {
         await mock.stop()
     }
 
+    /// The maximal runs of token characters (letters, digits, `-._~+/`) in `line`: an event that carried a token,
+    /// a proof or a code carries it as one such run (between quotes in JSON, after `=` in text), so a set lookup per
+    /// run finds it in time linear in the events, where a substring search per secret took minutes per batch.
+    static func words(of line: String) -> [Substring] {
+        let tokenCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~+/")
+        return line.split(whereSeparator: { !tokenCharacters.contains($0) })
+    }
+
     /// Every secret that went over the wire to the mock: the credential of each `Authorization` field, `DPoP`
     /// proofs, cookies, and the form fields that carry tokens, codes and verifiers. At least 8 characters each, so
     /// that a short common word is never taken for one.
-    func secretsSent() -> Set<String> {
+    func secretsSent() -> Set<Substring> {
         var secrets: Set<String> = []
         let formFields: Set<String> = [
             "refresh_token", "code", "code_verifier", "token", "device_code", "client_assertion", "password",
@@ -100,7 +108,7 @@ final class InterleavingWorld: Sendable {
                 secrets.insert(String(parts[1]).removingPercentEncoding ?? String(parts[1]))
             }
         }
-        return secrets.filter { $0.count >= 8 }
+        return Set(secrets.filter { $0.count >= 8 }.map { Substring($0) })
     }
 
     /// A request for `call` of `schedule`; a slow one is held at a gate the caller opens.
