@@ -40,8 +40,9 @@
 //   SessionKitCrashChild locked-launch <credentials-directory> <accounts>
 //       Restores through a SessionManager over a FileCredentialStore in <credentials-directory> (retrying a store it
 //       cannot read every 5 ms), prints `restored <state>` when restore returns, then waits up to 10 s for every one of
-//       <accounts> accounts to have a live session and prints `final <state> <sessions>`, and exits. The parent makes
-//       records unreadable (mode 000, this process without CAP_DAC_OVERRIDE) and readable again at an instant it picks.
+//       <accounts> accounts to have a live session and the state to be active, prints `final <state> <sessions>`, and
+//       exits. The parent makes records unreadable (mode 000, this process without CAP_DAC_OVERRIDE) and readable
+//       again at an instant it picks.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 //   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
@@ -461,7 +462,13 @@ func lockedLaunch(directory: String, accounts: Int) async {
                 store: store, tokenEndpoint: CountingTokenEndpoint(), storeRetryInterval: .milliseconds(5)))
         emit("restored \(await manager.restore())")
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-        while manager.sessions.count < accounts, ContinuousClock.now < deadline {
+        // Every account live, and restore settled: a retried restore installs the sessions a moment before it
+        // leaves `restoring`.
+        func settled() -> Bool {
+            guard manager.sessions.count >= accounts, case .active = manager.state else { return false }
+            return true
+        }
+        while !settled(), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(2))
         }
         emit("final \(manager.state) \(manager.sessions.count)")

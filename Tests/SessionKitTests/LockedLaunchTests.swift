@@ -211,10 +211,16 @@ import Testing
                 let restored = process.readLine() ?? ""
                 if !unlockBeforeRestore { for file in files { chmod(file, 0o600) } }
                 let final = process.readLine() ?? ""
-                _ = process.finish()
+                let (rest, status) = process.finish()
                 tally.launches += 1
                 let active = final.hasPrefix("final active(") && final.hasSuffix(" \(accounts)")
-                if restored.hasPrefix("restored signedOut") || !active { tally.signedOut += 1 }
+                if restored.hasPrefix("restored signedOut") || !active {
+                    tally.signedOut += 1
+                    print(
+                        "LockedLaunchTests: file launch \(launch) (\(accounts) accounts, unlocked "
+                            + "\(unlockBeforeRestore ? "before" : "after") restore): \(restored) / \(final) / \(rest), "
+                            + "status \(status)")
+                }
                 for index in 0..<accounts where try await store.load(for: account(index)) == nil { tally.lost += 1 }
             }
         }
