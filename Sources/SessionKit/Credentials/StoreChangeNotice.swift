@@ -45,9 +45,8 @@ extension CrossProcessLock {
 /// change. The handler runs on the watcher's thread: it must only start work, not do it.
 package final class StoreChangeWatcher: Sendable {
     #if canImport(Glibc) || canImport(Musl)
-        /// The inotify descriptor and the pipe whose write end stops the thread.
-        private let inotify: Int32
-        private let stopPipe: (read: Int32, write: Int32)
+        /// The write end of the pipe whose byte stops the thread; the thread owns and closes everything else.
+        private let stopWrite: Int32
     #elseif canImport(Darwin)
         private let source: any DispatchSourceFileSystemObject
     #endif
@@ -76,8 +75,7 @@ package final class StoreChangeWatcher: Sendable {
             // Not inherited by a child the app starts.
             _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
             _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-            self.inotify = descriptor
-            self.stopPipe = (fds[0], fds[1])
+            self.stopWrite = fds[1]
             let stopRead = fds[0]
             let thread = Thread {
                 Self.run(inotify: descriptor, stop: stopRead, name: name, onChange: onChange)
@@ -112,8 +110,8 @@ package final class StoreChangeWatcher: Sendable {
         else { return }
         #if canImport(Glibc) || canImport(Musl)
             var byte: UInt8 = 0
-            _ = write(stopPipe.write, &byte, 1)
-            _ = close(stopPipe.write)
+            _ = write(stopWrite, &byte, 1)
+            _ = close(stopWrite)
         #elseif canImport(Darwin)
             source.cancel()
         #endif

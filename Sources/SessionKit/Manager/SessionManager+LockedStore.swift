@@ -31,12 +31,8 @@ extension SessionManager {
             defer { self?.storeRetries.withLock { _ = $0.writes.remove(account) } }
             while await Self.waitBeforeStoreRetry(attempt, interval: interval, clock: clock) {
                 attempt += 1
-                guard let session, session.isActive, let write = session.persistTokens() else { return }
-                guard let error = await write.value else {
-                    session.storedPendingRotation()
-                    session.report(.stored)
-                    return
-                }
+                guard let session, session.isActive else { return }
+                guard let error = await session.storeKeptTokens() else { return }
                 guard (error as? SessionError)?.code == .storeUnavailable else {
                     session.report(.storageFailed(error))
                     return
@@ -92,7 +88,6 @@ extension SessionManager {
     /// nothing is); returns those still unreadable.
     private func restoreLocked(_ accounts: Set<Account>) async -> Set<Account> {
         var still: Set<Account> = []
-        let clock = configuration.sessionConfiguration.clock
         for account in accounts where !guarded.withLock({ $0.sessions.contains { $0.account == account } }) {
             let record: CredentialRecord?
             do {
@@ -103,11 +98,7 @@ extension SessionManager {
             } catch {
                 continue
             }
-            guard let record, record.account == account, record.refreshToken != nil || record.accessToken != nil,
-                let provider = try? configuration.provider(record.provider, for: account)
-            else { continue }
-            let session = makeSession(account: account, tokens: record.tokens(clock: clock), provider: provider)
-            session.restoreSelection(record.selectedAt)
+            guard let record, let session = try? restoredSession(of: account, from: record) else { continue }
             let makeCurrent = guarded.withLock { $0.current == nil }
             install(session, makeCurrent: makeCurrent, event: makeCurrent ? .switched(account) : nil)
         }
@@ -126,9 +117,7 @@ extension SessionManager {
                 await self.restore()
             }
             for session in self.guarded.withLock({ $0.sessions }) where session.unstoredRotation.withLock({ $0 }) {
-                guard let write = session.persistTokens(), await write.value == nil else { continue }
-                session.storedPendingRotation()
-                session.report(.stored)
+                _ = await session.storeKeptTokens()
             }
         }
     }

@@ -60,21 +60,13 @@ extension SessionManager {
                 if failure.code == .storeUnavailable { locked.insert(account) }
                 continue
             }
-            guard let record = loaded, record.account == account else { continue }
-            guard record.refreshToken != nil || record.accessToken != nil else { continue }
-            // Its tokens are good only at the provider that issued them: a record naming one this configuration
-            // lacks is kept as it is (a later build may have it again) and not restored, rather than refreshed at
-            // another client, which would reject the token and sign the user out for nothing.
-            let provider: Provider?
+            guard let loaded else { continue }
             do {
-                provider = try configuration.provider(record.provider, for: account)
+                guard let session = try restoredSession(of: account, from: loaded) else { continue }
+                restored.append((session, loaded.selectedAt))
             } catch {
                 unreadable = unreadable ?? error
-                continue
             }
-            let session = makeSession(account: account, tokens: record.tokens(clock: clock), provider: provider)
-            session.restoreSelection(record.selectedAt)
-            restored.append((session, record.selectedAt))
         }
         // The account current when the app last ran: the rule sign-out follows for the account that follows.
         restored.sort { Self.precedes(($0.session.account, $0.selectedAt), ($1.session.account, $1.selectedAt)) }
@@ -139,6 +131,23 @@ extension SessionManager {
         diagnose(
             outcome == "restored" ? .info : .notice, .restoreFinished, account: current?.account ?? first.account,
             fields)
+    }
+
+    /// A session of `account` from its stored record, not yet installed; `nil` for a record filed under another
+    /// account or holding no token.
+    ///
+    /// - Throws: ``SessionError`` when the record names a provider this configuration lacks: its tokens are good
+    ///   only at the provider that issued them, so the record is kept as it is (a later build may have it again)
+    ///   and not restored, rather than refreshed at another client, which would reject the token and sign the user
+    ///   out for nothing.
+    func restoredSession(of account: Account, from record: CredentialRecord) throws(SessionError) -> UserSession? {
+        guard record.account == account, record.refreshToken != nil || record.accessToken != nil else { return nil }
+        let provider = try configuration.provider(record.provider, for: account)
+        let session = makeSession(
+            account: account, tokens: record.tokens(clock: configuration.sessionConfiguration.clock),
+            provider: provider)
+        session.restoreSelection(record.selectedAt)
+        return session
     }
 
     /// Ends restore with the state of what is current now, read under the lock that changes it: `first` rejected

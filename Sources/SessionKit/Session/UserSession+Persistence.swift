@@ -117,6 +117,18 @@ extension UserSession {
         unstoredRotation.withLock { $0 = false }
     }
 
+    /// Writes the tokens the session holds now, after a store refused a rotation of them: on success the manager
+    /// hears `.stored` and the record no longer holds a retired refresh token.
+    ///
+    /// - Returns: The write's error; `nil` when it succeeded, or when the session ended and nothing was written.
+    func storeKeptTokens() async -> (any Error)? {
+        guard let write = persistTokens() else { return nil }
+        if let error = await write.value { return error }
+        storedPendingRotation()
+        report(.stored)
+        return nil
+    }
+
     /// Enqueues a write of the current tokens if the session is active.
     ///
     /// - Returns: The pending write, or `nil` when the session ended or has no vault.
