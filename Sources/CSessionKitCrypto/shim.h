@@ -6,7 +6,8 @@
 //   unrelated later call's error report;
 // - lengths are checked here as well as in Swift, and private scalars live in secure-heap BIGNUMs that are
 //   cleared when freed;
-// - only OpenSSL 3 APIs (EVP_PKEY_fromdata, EVP_Digest{Sign,Verify}*, OSSL_PARAM_BLD), no RSA_* or EC_KEY_*.
+// - only OpenSSL 3 APIs (EVP_PKEY_fromdata, EVP_Digest{Sign,Verify}*, OSSL_PARAM_BLD), no RSA_* or EC_KEY_*,
+//   except the P-256 signer at the end, which prepares signature nonces ahead (its comment says why).
 // SwiftPM does not track this header as an input of the Swift files that import it: after editing it, touch
 // Sources/SessionKit/Crypto/PlatformCrypto+OpenSSL.swift (scripts/mutants does) or the old code stays built.
 // Status: 1 is success (or "the signature is valid"), 0 is "the signature is not valid", -1 is a failure to
@@ -15,15 +16,19 @@
 #define SESSIONKIT_CRYPTO_SHIM_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
+#include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
@@ -355,63 +360,230 @@ done:
     return status;
 }
 
-/// The P-256 key pair (scalar, x, y) as an OpenSSL key object, made once per key so each signature only signs;
-/// NULL when OpenSSL refuses it. The caller frees it with `sk_p256_key_free`. OpenSSL 3 lets threads share a key
-/// object for signing: each signature has its own context and nothing here changes the key.
-static inline void *sk_p256_key_new(const uint8_t *scalar, const uint8_t *x, const uint8_t *y) {
-    EVP_PKEY *key = NULL;
-    OSSL_PARAM_BLD *builder = NULL;
-    BIGNUM *d = NULL;
-    uint8_t point[65];
+/// How many signature nonces a P-256 signer keeps ready (see `sk_p256_signer`).
+#define SK_P256_POOL_CAPACITY 16
+
+/// A P-256 private key that signs ES256, with a small pool of signature nonces made ahead of time.
+///
+/// An ECDSA signature is two parts: the nonce point, r = x(k·G) and k⁻¹ for a random k (the costly part, a scalar
+/// multiplication, which does not depend on the message), and s = k⁻¹(z + r·d), a few multiplications modulo n.
+/// A DPoP proof goes with every request, so the first part is done ahead, off the request's path
+/// (`sk_p256_signer_prepare`, called from a background queue), and a signature takes the next prepared pair
+/// (`sk_p256_signer_sign`), falling back to a whole signature when none is ready. Each pair is used once: taken
+/// out of the pool under the lock and cleared as it is freed, since a k used twice, or known, reveals the private
+/// key. For the same reason the pool is emptied when the process id changes: a forked child must not sign with its
+/// parent's nonces. The pool holds nothing the process does not already hold (the private key is beside it).
+///
+/// OpenSSL 3 offers a prepared nonce only through `ECDSA_sign_setup` and `ECDSA_do_sign_ex` on an `EC_KEY`,
+/// deprecated since 3.0 but kept; they are the exception to this file's "no EC_KEY_*" rule. Threads share the
+/// key read-only: preparing and signing never change it.
+typedef struct {
+    pthread_mutex_t lock;
+    EC_KEY *key;
+    pid_t owner;
+    int count;
+    BIGNUM *kinv[SK_P256_POOL_CAPACITY];
+    BIGNUM *r[SK_P256_POOL_CAPACITY];
+    int identifier_count;
+    uint8_t identifiers[SK_P256_POOL_CAPACITY][16];
+} sk_p256_signer;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/// Empties the pool, clearing each k⁻¹. Called with the lock held (or by the only owner, at free).
+static inline void sk_p256_signer_drain(sk_p256_signer *signer) {
+    for (int index = 0; index < signer->count; index++) {
+        BN_clear_free(signer->kinv[index]);
+        BN_clear_free(signer->r[index]);
+        signer->kinv[index] = NULL;
+        signer->r[index] = NULL;
+    }
+    signer->count = 0;
+    OPENSSL_cleanse(signer->identifiers, sizeof signer->identifiers);
+    signer->identifier_count = 0;
+}
+
+/// Frees a signer from `sk_p256_signer_new`: its prepared nonces are cleared, and OpenSSL clears the private
+/// scalar as it frees the key. NULL is allowed.
+static inline void sk_p256_signer_free(void *opaque) {
+    sk_p256_signer *signer = (sk_p256_signer *)opaque;
+    if (signer == NULL) return;
+    sk_p256_signer_drain(signer);
+    EC_KEY_free(signer->key);
+    pthread_mutex_destroy(&signer->lock);
+    OPENSSL_cleanse(signer, sizeof *signer);
+    free(signer);
+}
+
+/// The P-256 key pair (scalar, x, y) as a signer with an empty pool; NULL when OpenSSL refuses it or the point is
+/// not the scalar's. The caller frees it with `sk_p256_signer_free`.
+static inline void *sk_p256_signer_new(const uint8_t *scalar, const uint8_t *x, const uint8_t *y) {
+    sk_p256_signer *signer = NULL;
+    BIGNUM *d = NULL, *px = NULL, *py = NULL;
+    EC_POINT *point = NULL;
+    EC_KEY *key = NULL;
     if (scalar == NULL || x == NULL || y == NULL) goto done;
-    point[0] = 0x04;
-    memcpy(point + 1, x, 32);
-    memcpy(point + 33, y, 32);
+    key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
     d = BN_secure_new();
-    if (d == NULL || BN_bin2bn(scalar, 32, d) == NULL) goto done;
-    builder = OSSL_PARAM_BLD_new();
-    if (builder == NULL || OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "P-256", 0) != 1
-        || OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point) != 1
-        || OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_PRIV_KEY, d) != 1)
+    px = BN_bin2bn(x, 32, NULL);
+    py = BN_bin2bn(y, 32, NULL);
+    if (key == NULL || d == NULL || px == NULL || py == NULL || BN_bin2bn(scalar, 32, d) == NULL) goto done;
+    point = EC_POINT_new(EC_KEY_get0_group(key));
+    if (point == NULL || EC_POINT_set_affine_coordinates(EC_KEY_get0_group(key), point, px, py, NULL) != 1
+        || EC_KEY_set_private_key(key, d) != 1 || EC_KEY_set_public_key(key, point) != 1
+        || EC_KEY_check_key(key) != 1)
         goto done;
-    key = sk_key_from_builder("EC", EVP_PKEY_KEYPAIR, builder);
+    signer = calloc(1, sizeof *signer);
+    if (signer == NULL) goto done;
+    if (pthread_mutex_init(&signer->lock, NULL) != 0) {
+        free(signer);
+        signer = NULL;
+        goto done;
+    }
+    signer->key = key;
+    signer->owner = getpid();
+    key = NULL;
 done:
-    OSSL_PARAM_BLD_free(builder);
+    EC_KEY_free(key);
+    EC_POINT_free(point);
     BN_clear_free(d);
+    BN_free(px);
+    BN_free(py);
     ERR_clear_error();
-    return key;
+    return signer;
 }
 
-/// Frees a key from `sk_p256_key_new`; OpenSSL clears the private scalar as it frees it. NULL is allowed.
-static inline void sk_p256_key_free(void *key) {
-    EVP_PKEY_free((EVP_PKEY *)key);
+/// Prepares nonces, and 16-byte random proof identifiers (DPoP's `jti`), until the pool holds `target` of each
+/// (at most `SK_P256_POOL_CAPACITY`), each made outside the lock so a signature never waits for one. Returns how
+/// many nonces the pool holds, or -1 when OpenSSL fails.
+static inline int sk_p256_signer_prepare(void *opaque, int target) {
+    sk_p256_signer *signer = (sk_p256_signer *)opaque;
+    int count = -1;
+    uint8_t identifiers[SK_P256_POOL_CAPACITY][16];
+    if (signer == NULL) return -1;
+    if (target > SK_P256_POOL_CAPACITY) target = SK_P256_POOL_CAPACITY;
+    pthread_mutex_lock(&signer->lock);
+    count = signer->owner == getpid() && signer->identifier_count < target ? target - signer->identifier_count : 0;
+    pthread_mutex_unlock(&signer->lock);
+    if (count > 0 && RAND_bytes(&identifiers[0][0], count * 16) == 1) {
+        pthread_mutex_lock(&signer->lock);
+        for (int index = 0; signer->owner == getpid() && signer->identifier_count < target && index < count; index++) {
+            memcpy(signer->identifiers[signer->identifier_count], identifiers[index], 16);
+            signer->identifier_count += 1;
+        }
+        pthread_mutex_unlock(&signer->lock);
+        OPENSSL_cleanse(identifiers, sizeof identifiers);
+    }
+    for (;;) {
+        BIGNUM *kinv = NULL, *r = NULL;
+        pthread_mutex_lock(&signer->lock);
+        if (signer->owner != getpid()) {
+            sk_p256_signer_drain(signer);
+            signer->owner = getpid();
+        }
+        count = signer->count;
+        pthread_mutex_unlock(&signer->lock);
+        if (count >= target) break;
+        if (ECDSA_sign_setup(signer->key, NULL, &kinv, &r) != 1) {
+            BN_clear_free(kinv);
+            BN_clear_free(r);
+            count = -1;
+            break;
+        }
+        pthread_mutex_lock(&signer->lock);
+        if (signer->owner == getpid() && signer->count < SK_P256_POOL_CAPACITY) {
+            signer->kinv[signer->count] = kinv;
+            signer->r[signer->count] = r;
+            signer->count += 1;
+            kinv = NULL;
+            r = NULL;
+        }
+        pthread_mutex_unlock(&signer->lock);
+        BN_clear_free(kinv);
+        BN_clear_free(r);
+    }
+    ERR_clear_error();
+    return count;
 }
 
-/// An ES256 signature (RFC 7518 §3.4) over `message` with a key from `sk_p256_key_new`: SHA-256, ECDSA, written
-/// to `signature` as r || s, 32 bytes each.
-static inline int sk_p256_sign(void *key, const uint8_t *message, size_t message_length, uint8_t *signature) {
+/// A 16-byte random identifier, from the pool when one is prepared (each taken once), else from RAND_bytes.
+static inline int sk_p256_signer_identifier(void *opaque, uint8_t *identifier) {
+    sk_p256_signer *signer = (sk_p256_signer *)opaque;
+    int taken = 0;
+    if (signer == NULL || identifier == NULL) return -1;
+    pthread_mutex_lock(&signer->lock);
+    if (signer->owner == getpid() && signer->identifier_count > 0) {
+        signer->identifier_count -= 1;
+        memcpy(identifier, signer->identifiers[signer->identifier_count], 16);
+        OPENSSL_cleanse(signer->identifiers[signer->identifier_count], 16);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&signer->lock);
+    if (taken) return 1;
+    taken = RAND_bytes(identifier, 16) == 1 ? 1 : -1;
+    ERR_clear_error();
+    return taken;
+}
+
+/// An ES256 signature (RFC 7518 §3.4) over `message`: SHA-256, ECDSA with the next prepared nonce (or a fresh one
+/// when the pool is empty), written to `signature` as r || s, 32 bytes each. `remaining`, when not NULL, is set to
+/// how many prepared nonces are left.
+static inline int sk_p256_signer_sign(
+    void *opaque, const uint8_t *message, size_t message_length, uint8_t *signature, int *remaining) {
+    sk_p256_signer *signer = (sk_p256_signer *)opaque;
     int status = -1;
-    EVP_MD_CTX *md_context = NULL;
+    uint8_t digest[32];
+    unsigned int digest_length = 0;
+    BIGNUM *kinv = NULL, *r = NULL;
     ECDSA_SIG *value = NULL;
-    const BIGNUM *r = NULL, *s = NULL;
-    uint8_t der[80];
-    size_t der_length = sizeof der;
-    const uint8_t *cursor = der;
-    if (key == NULL || signature == NULL) goto done;
-    md_context = EVP_MD_CTX_new();
-    if (md_context == NULL || EVP_DigestSignInit(md_context, NULL, EVP_sha256(), NULL, (EVP_PKEY *)key) != 1)
+    const BIGNUM *sig_r = NULL, *sig_s = NULL;
+    if (signer == NULL || signature == NULL) goto done;
+    if (EVP_Digest(sk_nonnull(message), message_length, digest, &digest_length, EVP_sha256(), NULL) != 1
+        || digest_length != sizeof digest)
         goto done;
-    if (EVP_DigestSign(md_context, der, &der_length, sk_nonnull(message), message_length) != 1) goto done;
-    value = d2i_ECDSA_SIG(NULL, &cursor, (long)der_length);
+    pthread_mutex_lock(&signer->lock);
+    if (signer->owner != getpid()) {
+        sk_p256_signer_drain(signer);
+        signer->owner = getpid();
+    }
+    if (signer->count > 0) {
+        signer->count -= 1;
+        kinv = signer->kinv[signer->count];
+        r = signer->r[signer->count];
+        signer->kinv[signer->count] = NULL;
+        signer->r[signer->count] = NULL;
+    }
+    if (remaining != NULL) *remaining = signer->count;
+    pthread_mutex_unlock(&signer->lock);
+    // The prepared pair, when there is one, is used here once and cleared below whatever happens.
+    value = kinv != NULL ? ECDSA_do_sign_ex(digest, sizeof digest, kinv, r, signer->key)
+                         : ECDSA_do_sign(digest, sizeof digest, signer->key);
+    if (value == NULL && kinv != NULL) value = ECDSA_do_sign(digest, sizeof digest, signer->key);
     if (value == NULL) goto done;
-    ECDSA_SIG_get0(value, &r, &s);
-    if (BN_bn2binpad(r, signature, 32) != 32 || BN_bn2binpad(s, signature + 32, 32) != 32) goto done;
+    ECDSA_SIG_get0(value, &sig_r, &sig_s);
+    if (BN_bn2binpad(sig_r, signature, 32) != 32 || BN_bn2binpad(sig_s, signature + 32, 32) != 32) goto done;
     status = 1;
 done:
+    BN_clear_free(kinv);
+    BN_clear_free(r);
     ECDSA_SIG_free(value);
-    EVP_MD_CTX_free(md_context);
     ERR_clear_error();
     return status;
+}
+
+#pragma GCC diagnostic pop
+
+/// Puts the calling thread in the SCHED_IDLE class: it runs only on a core nothing else wants, and is preempted as
+/// soon as other work wakes. For the thread that prepares nonces, whose work is never urgent (a signature without a
+/// prepared nonce is only slower). Lowering one's own priority needs no privilege. Returns 0, or an errno.
+#ifndef SCHED_IDLE
+#define SCHED_IDLE 5 /* Linux's number for it; glibc names it only under _GNU_SOURCE */
+#endif
+static inline int sk_thread_run_when_idle(void) {
+    struct sched_param parameters;
+    memset(&parameters, 0, sizeof parameters);
+    return pthread_setschedparam(pthread_self(), SCHED_IDLE, &parameters);
 }
 
 #endif

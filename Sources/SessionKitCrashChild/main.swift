@@ -43,6 +43,10 @@
 //       <accounts> accounts to have a live session and the state to be active, prints `final <state> <sessions>`, and
 //       exits. The parent makes records unreadable (mode 000, this process without CAP_DAC_OVERRIDE) and readable
 //       again at an instant it picks.
+//   SessionKitCrashChild proofs-then-exit <proofs>
+//       Makes a DPoP key and <proofs> proofs with it, one after another (each proof that leaves the key's nonce pool at
+//       half asks the background thread to fill it again), prints `made <proofs>` and exits with status 0 at once,
+//       so the exit often lands while a nonce is being prepared.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 //   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
@@ -514,6 +518,19 @@ case ("cross-process", 5):
 case ("locked-launch", 3):
     guard let accounts = Int(arguments[2]) else { fail("usage: locked-launch <credentials-directory> <accounts>") }
     await lockedLaunch(directory: arguments[1], accounts: accounts)
+case ("proofs-then-exit", 2):
+    guard let proofs = Int(arguments[1]), proofs > 0 else { fail("usage: proofs-then-exit <proofs>") }
+    do {
+        let key = try DPoPKey.generate()
+        let url = URL(string: "https://api.example/items")!
+        for _ in 0..<proofs {
+            _ = try DPoPProof.make(key: key, method: "GET", url: url, accessToken: "at", nonce: nil, now: Date())
+        }
+        emit("made \(proofs)")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
@@ -522,6 +539,6 @@ default:
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
-            + "locked-launch <credentials-directory> <accounts> | "
+            + "locked-launch <credentials-directory> <accounts> | proofs-then-exit <proofs> | "
             + "secret-service-check <service>")
 }

@@ -85,3 +85,74 @@ import Testing
         #expect(key.description.contains(key.thumbprint))
     }
 }
+
+#if !canImport(CryptoKit)
+    /// The nonces a Linux key prepares ahead (`sk_p256_signer` in shim.h): each signature takes one and no other
+    /// does, so no two signatures share r; the pool is cleared and refilled; a process that exits while the
+    /// background thread prepares one exits cleanly.
+    @Suite(.timeLimit(.minutes(2))) struct P256NoncePoolTests {
+        @Test func everySignatureTakesItsOwnNonce() throws {
+            let key = try P256SigningKey()
+            key.prepareNonces()
+            let full = key.preparedNonces
+            #expect(full == PlatformCrypto.P256KeyObject.poolTarget)
+            _ = try key.sign([1])
+            // One taken and not put back (the background fill starts only at half).
+            #expect(key.preparedNonces == full - 1)
+            // r is x(k·G): a nonce used twice gives the same r twice, and reveals the private key.
+            var rs = Set<[UInt8]>()
+            let signatures = 4 * full
+            for index in 0..<signatures {
+                let message = Array("message \(index)".utf8)
+                let signature = try key.sign(message)
+                #expect(key.publicKey.isValidSignature(signature, for: message, algorithm: .es256))
+                rs.insert(Array(signature.prefix(32)))
+            }
+            #expect(rs.count == signatures)
+        }
+
+        @Test func signaturesFromManyThreadsAtOnceNeverShareANonce() async throws {
+            let key = try P256SigningKey()
+            let rs = try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        try (0..<64).map { index in
+                            let message = Array("\(task).\(index)".utf8)
+                            let signature = try key.sign(message)
+                            guard key.publicKey.isValidSignature(signature, for: message, algorithm: .es256) else {
+                                throw CryptoError.platformFailure(reason: "a signature did not verify")
+                            }
+                            return Array(signature.prefix(32))
+                        }
+                    }
+                }
+                return try await group.reduce(into: [[UInt8]]()) { $0 += $1 }
+            }
+            #expect(Set(rs).count == 8 * 64)
+        }
+
+        @Test func identifiersAreSixteenFreshBytesEachTime() throws {
+            let key = try P256SigningKey()
+            key.prepareNonces()
+            var seen = Set<[UInt8]>()
+            for _ in 0..<(4 * PlatformCrypto.P256KeyObject.poolTarget) {
+                let identifier = try key.identifier()
+                #expect(identifier.count == 16)
+                seen.insert(identifier)
+            }
+            #expect(seen.count == 4 * PlatformCrypto.P256KeyObject.poolTarget)
+        }
+
+        /// OpenSSL frees its tables at exit; without the preparer stopping first, about one run in five crashed.
+        @Test func aProcessExitingWhileNoncesArePreparedExitsCleanly() throws {
+            let executable = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
+            var statuses: [Int32] = []
+            for _ in 0..<24 {
+                let (output, status) = try ChildProcess(executable, ["proofs-then-exit", "300"]).finish()
+                #expect(output.contains("made 300"))
+                statuses.append(status)
+            }
+            #expect(statuses.allSatisfy { $0 == 0 }, "exit statuses: \(statuses)")
+        }
+    }
+#endif

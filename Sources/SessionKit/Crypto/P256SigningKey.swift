@@ -79,6 +79,29 @@ package struct P256SigningKey: Sendable, CustomStringConvertible, CustomDebugStr
         return signature
     }
 
+    /// 16 fresh random bytes for a one-time identifier such as a DPoP proof's `jti` (RFC 9449 §4.2 asks for at
+    /// least 96 random bits); on Linux prepared ahead with the signature nonces, each handed out once.
+    ///
+    /// - Returns: 16 bytes.
+    /// - Throws: ``CryptoError/platformFailure(reason:)`` when the platform has no randomness.
+    package func identifier() throws(CryptoError) -> [UInt8] {
+        guard let bytes = platformKey.identifier(), bytes.count == 16 else {
+            throw .platformFailure(reason: "no random identifier could be made")
+        }
+        return bytes
+    }
+
+    #if !canImport(CryptoKit)
+        /// How many signature nonces are prepared (Linux; see `PlatformCrypto.P256KeyObject`), for tests.
+        package var preparedNonces: Int { platformKey.preparedCount }
+
+        /// Fills the nonce pool on the caller's thread, for tests.
+        package func prepareNonces() { platformKey.prepare() }
+
+        /// How many nonces a full pool holds.
+        package static var noncePoolSize: Int { PlatformCrypto.P256KeyObject.poolTarget }
+    #endif
+
     /// n, the order of the P-256 group (SEC 2 §2.4.2), big-endian.
     private static let groupOrder: [UInt8] = [
         0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,

@@ -127,6 +127,9 @@
                 self.key = key
             }
 
+            /// 16 random bytes for a one-time identifier (a DPoP proof's `jti`), or `nil`.
+            func identifier() -> [UInt8]? { PlatformCrypto.platformRandomBytes(count: 16) }
+
             /// The ES256 signature (r || s, 64 bytes) of `message`, or `nil`.
             func sign(_ message: [UInt8]) -> [UInt8]? {
                 guard let signature = try? key.signature(for: message) else { return nil }

@@ -1,5 +1,8 @@
 #if !canImport(CryptoKit)
     import CSessionKitCrypto
+    import Dispatch
+    import Foundation
+    import Synchronization
 
     // The Linux backend: OpenSSL 3 through the C functions in Sources/CSessionKitCrypto/shim.h, each of which
     // frees what it creates and clears OpenSSL's error queue, so no OpenSSL object outlives a call here.
@@ -74,28 +77,127 @@
     }
 
     extension PlatformCrypto {
-        /// A P-256 private key as an OpenSSL key object, made once so that each signature only signs: importing the
+        /// A P-256 private key as an OpenSSL signer, made once so that each signature only signs: importing the
         /// scalar costs more than the signature does, and a DPoP proof goes with every request.
         ///
-        /// OpenSSL 3 lets threads sign with one key object at once (each signature has its own context and nothing
-        /// changes the key after it is made), hence `@unchecked Sendable`. OpenSSL clears the scalar when `deinit`
-        /// frees the object.
+        /// The signer keeps a few signature nonces prepared ahead (`sk_p256_signer` in shim.h says how, and why each
+        /// is used once): a signature takes one and costs a few modular multiplications instead of a scalar
+        /// multiplication. When a signature leaves the pool at half or less, the key asks ``NoncePreparer`` to fill
+        /// it again, on a thread that runs only when a core is idle, so the preparing happens beside the requests
+        /// rather than on their path or in their way. A signature with the pool empty is a whole signature.
+        ///
+        /// Threads may sign with one object at once: the C side takes a nonce under its lock and uses the key
+        /// read-only, hence `@unchecked Sendable`. `deinit` clears the prepared nonces, and OpenSSL the scalar.
         final class P256KeyObject: @unchecked Sendable {
             private let pointer: UnsafeMutableRawPointer
+            /// Whether a fill is asked for and not yet done, so a key is queued once.
+            fileprivate let fillAsked = Atomic<Bool>(false)
 
-            /// The key (scalar, x, y), or `nil` when OpenSSL refuses it.
+            /// How many prepared nonces the pool is filled to.
+            static let poolTarget = Int(SK_P256_POOL_CAPACITY)
+
+            /// The key (scalar, x, y), or `nil` when OpenSSL refuses it or (x, y) is not the scalar's point.
             init?(scalar: [UInt8], x: [UInt8], y: [UInt8]) {
-                guard let pointer = sk_p256_key_new(scalar, x, y) else { return nil }
+                guard let pointer = sk_p256_signer_new(scalar, x, y) else { return nil }
                 self.pointer = pointer
             }
 
-            deinit { sk_p256_key_free(pointer) }
+            deinit { sk_p256_signer_free(pointer) }
 
             /// The ES256 signature (r || s, 64 bytes) of `message`, or `nil`.
             func sign(_ message: [UInt8]) -> [UInt8]? {
                 var signature = [UInt8](repeating: 0, count: 64)
-                guard sk_p256_sign(pointer, message, message.count, &signature) == 1 else { return nil }
+                var remaining: Int32 = 0
+                guard sk_p256_signer_sign(pointer, message, message.count, &signature, &remaining) == 1 else {
+                    return nil
+                }
+                if Int(remaining) <= Self.poolTarget / 2,
+                    fillAsked.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+                        .exchanged
+                {
+                    NoncePreparer.shared.fill(self)
+                }
                 return signature
+            }
+
+            /// 16 random bytes for a one-time identifier (a DPoP proof's `jti`), prepared with the nonces, or `nil`.
+            func identifier() -> [UInt8]? {
+                var bytes = [UInt8](repeating: 0, count: 16)
+                return sk_p256_signer_identifier(pointer, &bytes) == 1 ? bytes : nil
+            }
+
+            /// How many prepared nonces wait; for tests and the benchmark.
+            var preparedCount: Int { Int(sk_p256_signer_prepare(pointer, 0)) }
+
+            /// Fills the pool to `target` nonces now, on the caller's thread; returns how many it holds, or `nil` on
+            /// failure.
+            @discardableResult
+            func prepare(upTo target: Int = poolTarget) -> Int? {
+                let count = sk_p256_signer_prepare(pointer, Int32(target))
+                return count < 0 ? nil : Int(count)
+            }
+        }
+    }
+
+    extension PlatformCrypto {
+        /// The one thread per process that prepares signature nonces for the keys that ask (``P256KeyObject``).
+        ///
+        /// It runs in Linux's SCHED_IDLE class: only on a core no other thread wants, preempted as soon as one does,
+        /// so preparing never takes a core from a request or a server in the same process; on a machine with no
+        /// idle core it falls behind, and signatures are whole ones, as without a pool. It holds the keys waiting for
+        /// it weakly: a key a session dropped (sign-out) is freed, and its nonces cleared, without waiting here.
+        final class NoncePreparer: Sendable {
+            static let shared = NoncePreparer()
+
+            private struct Waiting: @unchecked Sendable {
+                weak var key: P256KeyObject?
+            }
+
+            private let waiting = Mutex<[Waiting]>([])
+            private let wake = DispatchSemaphore(value: 0)
+            /// Whether the process is exiting; held while a nonce is being prepared.
+            private let exiting = Mutex<Bool>(false)
+
+            private init() {
+                let thread = Thread { [self] in
+                    _ = sk_thread_run_when_idle()
+                    while true {
+                        wake.wait()
+                        for entry in waiting.withLock({ waiting in
+                            defer { waiting = [] }
+                            return waiting
+                        }) {
+                            guard let key = entry.key else { continue }
+                            fill(key, oneAtATime: ())
+                            key.fillAsked.store(false, ordering: .releasing)
+                        }
+                    }
+                }
+                thread.name = "SessionKit nonce preparer"
+                thread.start()
+                // OpenSSL frees its tables in an `atexit` handler; a nonce prepared while that runs would read freed
+                // memory. Handlers run in reverse order of registration and OpenSSL's was registered first (a key
+                // exists before anything is prepared), so this one runs before it: it waits for the nonce under
+                // way and stops the thread preparing more.
+                atexit { NoncePreparer.shared.stopForExit() }
+            }
+
+            /// Prepares `key`'s nonces one at a time, each under `exiting`, stopping when the process exits.
+            private func fill(_ key: P256KeyObject, oneAtATime: Void) {
+                for target in 1...P256KeyObject.poolTarget {
+                    let goOn = exiting.withLock { exiting in !exiting && key.prepare(upTo: target) != nil }
+                    guard goOn else { return }
+                }
+            }
+
+            private func stopForExit() {
+                exiting.withLock { $0 = true }
+            }
+
+            /// Asks for `key`'s pool to be filled; returns at once.
+            func fill(_ key: P256KeyObject) {
+                waiting.withLock { $0.append(Waiting(key: key)) }
+                wake.signal()
             }
         }
     }

@@ -18,20 +18,64 @@ package enum DPoPProof {
     package static func make(
         key: DPoPKey, method: String, url: URL, accessToken: String?, nonce: String?, now: Date
     ) throws -> String {
+        try make(
+            key: key, method: method, url: url, accessTokenHash: accessToken.map(tokenHash), nonce: nonce, now: now)
+    }
+
+    /// The same with `ath` worked out already (``tokenHash(_:)``): a session does it once per access token rather
+    /// than once per request.
+    package static func make(
+        key: DPoPKey, method: String, url: URL, accessTokenHash: String?, nonce: String?, now: Date
+    ) throws -> String {
         guard let htu = targetURI(of: url) else {
             throw SessionError(.invalidInput, "a DPoP proof needs an absolute http(s) URL")
         }
-        var claims: [String: JSONValue] = [
-            "jti": .string(Base64URL.encode(PlatformCrypto.requiredRandomBytes(count: 16))),
-            "htm": .string(method), "htu": .string(htu), "iat": .number(now.timeIntervalSince1970.rounded(.down)),
-        ]
-        if let accessToken { claims["ath"] = .string(Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)))) }
-        if let nonce { claims["nonce"] = .string(nonce) }
         do {
-            return try CompactJWS.signed(encodedHeader: key.proofHeader, claims: claims, with: key.signingKey)
+            let claims = serializedClaims(
+                accessTokenHash: accessTokenHash, method: method, targetURI: htu,
+                issuedAt: now.timeIntervalSince1970.rounded(.down), identifier: try key.signingKey.identifier(),
+                nonce: nonce)
+            return try CompactJWS.signed(encodedHeader: key.proofHeader, serializedClaims: claims, with: key.signingKey)
         } catch {
             throw SessionError(.invalidInput, "the DPoP proof could not be signed: \(error)")
         }
+    }
+
+    /// `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII.
+    package static func tokenHash(_ accessToken: String) -> String {
+        Base64URL.encode(PlatformCrypto.sha256(Array(accessToken.utf8)))
+    }
+
+    /// A proof's claims as compact JSON, written straight into bytes: the members in name order, each string
+    /// quoted as ``JSONValue`` quotes it, so the text is the one `JSONValue.object(claims).serialized` gives (a test
+    /// compares them) without building and sorting a dictionary on every request.
+    package static func serializedClaims(
+        accessTokenHash: String?, method: String, targetURI: String, issuedAt: Double, identifier: [UInt8],
+        nonce: String?
+    ) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(200 + targetURI.utf8.count + (nonce?.utf8.count ?? 0))
+        bytes.append(UInt8(ascii: "{"))
+        if let accessTokenHash {
+            bytes += #""ath":"#.utf8
+            JSONValue.appendQuoted(accessTokenHash, to: &bytes)
+            bytes.append(UInt8(ascii: ","))
+        }
+        bytes += #""htm":"#.utf8
+        JSONValue.appendQuoted(method, to: &bytes)
+        bytes += #","htu":"#.utf8
+        JSONValue.appendQuoted(targetURI, to: &bytes)
+        bytes += #","iat":"#.utf8
+        bytes += JSONValue.number(issuedAt).serialized.utf8
+        bytes += #","jti":""#.utf8
+        Base64URL.encode(identifier, appendingTo: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        if let nonce {
+            bytes += #","nonce":"#.utf8
+            JSONValue.appendQuoted(nonce, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 
     /// `url` without query and fragment, the form `htu` takes (RFC 9449 §4.2, §4.3 item 9).

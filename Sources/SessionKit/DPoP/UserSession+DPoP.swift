@@ -13,20 +13,24 @@ extension UserSession {
     ///   - request: The request, as it is about to be sent.
     ///   - token: The access token.
     ///   - proofKey: The session's DPoP key, when the token is bound to it.
+    ///   - tokenHash: The token's `ath`, when the caller has it already (``Lifetime/Credential``).
     /// - Throws: `SessionError(.invalidInput)` when no proof can be made for the request's URL.
-    func applyCredential(to request: inout URLRequest, token: String, proofKey: DPoPKey?) throws {
+    func applyCredential(
+        to request: inout URLRequest, token: String, proofKey: DPoPKey?, tokenHash: String? = nil
+    ) throws {
         guard let proofKey else {
             // A `DPoP` field the app set itself on a bearer session is the app's, as on every other request.
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
             return
         }
         guard let url = request.url else { throw SessionError(.invalidInput, "the request has no URL") }
-        let nonce = Origin(url).flatMap { origin in dpopNonces.withLock { $0[origin] } }
+        // Most servers never send a nonce: then the URL's origin need not be worked out for each request.
+        let nonce =
+            dpopNonces.withLock(\.isEmpty) ? nil : Origin(url).flatMap { origin in dpopNonces.withLock { $0[origin] } }
         let proof = try DPoPProof.make(
-            key: proofKey, method: HTTPMethod.of(request), url: url, accessToken: token, nonce: nonce,
-            now: configuration.clock.wallNow)
-        request.setValue("DPoP \(token)", forHTTPHeaderField: "Authorization")
-        request.setValue(proof, forHTTPHeaderField: "DPoP")
+            key: proofKey, method: HTTPMethod.of(request), url: url,
+            accessTokenHash: tokenHash ?? DPoPProof.tokenHash(token), nonce: nonce, now: configuration.clock.wallNow)
+        request.setFieldValues([("Authorization", "DPoP \(token)"), ("DPoP", proof)])
     }
 
     /// Keeps a response's `DPoP-Nonce` for its origin (RFC 9449 §9), and says whether the response refused the

@@ -19,6 +19,16 @@ package enum Base64URL {
     package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output = [UInt8]()
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        encode(bytes, appendingTo: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends the unpadded base64url text of `bytes` to `output`, as ASCII.
+    ///
+    /// - Parameters:
+    ///   - bytes: The bytes to encode.
+    ///   - output: Where the text goes.
+    package static func encode(_ bytes: some Collection<UInt8>, appendingTo output: inout [UInt8]) {
         var iterator = bytes.makeIterator()
         while let first = iterator.next() {
             let second = iterator.next()
@@ -29,7 +39,6 @@ package enum Base64URL {
             if second != nil { output.append(alphabet[Int(group >> 6 & 0x3F)]) }
             if third != nil { output.append(alphabet[Int(group & 0x3F)]) }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// The bytes that `text` encodes, or `nil` when it is not canonical base64url.

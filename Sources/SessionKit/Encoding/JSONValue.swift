@@ -53,40 +53,75 @@ extension JSONValue {
     /// - Parameter text: Any string.
     /// - Returns: The literal.
     package static func quoted(_ text: String) -> String {
-        var literal = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": literal += "\\\""
-            case "\\": literal += "\\\\"
-            case "\n": literal += "\\n"
-            case "\r": literal += "\\r"
-            case "\t": literal += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                literal += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: literal.unicodeScalars.append(scalar)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 2)
+        appendQuoted(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `text` as a JSON string literal. Only `"`, `\` and the controls below U+0020 are escaped; every
+    /// other byte of the (valid) UTF-8 is copied as it is, so each scalar is written whole.
+    package static func appendQuoted(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), byte]
+            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: bytes.append(byte)
             }
         }
-        return literal + "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 
 extension JSONValue {
     /// The value as compact JSON text (RFC 8259), members in name order, so equal values serialize alike: the
     /// form DPoP proofs and client assertions are signed in.
-    package var serialized: String {
+    package var serialized: String { String(decoding: serializedBytes, as: UTF8.self) }
+
+    /// The same text as UTF-8, written into one buffer: a DPoP proof serializes its claims on every request.
+    package var serializedBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        serialize(into: &bytes)
+        return bytes
+    }
+
+    private func serialize(into bytes: inout [UInt8]) {
         switch self {
-        case .null: "null"
-        case .bool(let value): value ? "true" : "false"
+        case .null: bytes += "null".utf8
+        case .bool(let value): bytes += (value ? "true" : "false").utf8
         case .number(let value):
             // Whole numbers within 2^53 print without a fraction, as JWT times must (RFC 7519 §2, NumericDate).
-            if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { String(Int64(value)) } else { "\(value)" }
-        case .string(let value): Self.quoted(value)
-        case .array(let values): "[" + values.map(\.serialized).joined(separator: ",") + "]"
+            if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
+                bytes += String(Int64(value)).utf8
+            } else {
+                bytes += "\(value)".utf8
+            }
+        case .string(let value): Self.appendQuoted(value, to: &bytes)
+        case .array(let values):
+            bytes.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                value.serialize(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
         case .object(let members):
-            "{"
-                + members.keys.sorted().map { Self.quoted($0) + ":" + (members[$0] ?? .null).serialized }
-                .joined(separator: ",") + "}"
+            // Name order is the order of the names' UTF-8 bytes, which is Unicode scalar order.
+            let names = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            bytes.append(UInt8(ascii: "{"))
+            for (index, name) in names.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                Self.appendQuoted(name, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                (members[name] ?? .null).serialize(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
         }
     }
 }

@@ -90,8 +90,21 @@ package struct CompactJWS: Sendable {
     package static func signed(
         encodedHeader: String, claims: [String: JSONValue], with key: P256SigningKey
     ) throws(CryptoError) -> String {
-        let input = encodedHeader + "." + Base64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
-        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+        try signed(encodedHeader: encodedHeader, serializedClaims: JSONValue.object(claims).serializedBytes, with: key)
+    }
+
+    /// The same with the claims already serialized as JSON, for a caller that writes them directly.
+    package static func signed(
+        encodedHeader: String, serializedClaims: [UInt8], with key: P256SigningKey
+    ) throws(CryptoError) -> String {
+        var input = Array(encodedHeader.utf8)
+        input.reserveCapacity(input.count + (serializedClaims.count * 4 + 2) / 3 + 90)
+        input.append(UInt8(ascii: "."))
+        Base64URL.encode(serializedClaims, appendingTo: &input)
+        let signature = try key.sign(input)
+        input.append(UInt8(ascii: "."))
+        Base64URL.encode(signature, appendingTo: &input)
+        return String(decoding: input, as: UTF8.self)
     }
 
     /// A refusal naming `check`; `reason` completes "the ID token …" and never contains the token.

@@ -66,7 +66,9 @@ extension UserSession {
                     request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
                 } else {
                     // A proof for this attempt's method and URL, made now: a proof is single-use (RFC 9449 §11.1).
-                    try applyCredential(to: &request, token: credential.token, proofKey: credential.proofKey)
+                    try applyCredential(
+                        to: &request, token: credential.token, proofKey: credential.proofKey,
+                        tokenHash: credential.proofTokenHash)
                 }
             } else if !isActive {
                 throw SessionError.ended

@@ -283,10 +283,13 @@ extension UserSession {
         let authorization: String
         /// The DPoP key every request with the token carries a proof of, if the token is bound.
         let proofKey: DPoPKey?
+        /// The proofs' `ath` for this token (RFC 9449 §4.2), when it is bound: the same for every proof.
+        let proofTokenHash: String?
 
         init(tokens: TokenSet) {
             token = tokens.accessToken
             proofKey = tokens.proofKey
+            proofTokenHash = tokens.proofKey == nil ? nil : DPoPProof.tokenHash(tokens.accessToken)
             authorization = (tokens.proofKey == nil ? "Bearer " : "DPoP ") + tokens.accessToken
         }
     }

@@ -54,6 +54,38 @@ import Testing
         #expect(identifiers.count == 200)
     }
 
+    /// The claims a proof writes straight into bytes are the text `JSONValue` writes for the same members, and
+    /// read back as them, over strings with quotes, backslashes, controls and non-ASCII, with and without `ath`
+    /// and `nonce`.
+    @Test func claimsWrittenDirectlyAreTheTextOfTheirMembers() throws {
+        var random = SplitMix64(state: 0xC1A1_0005)
+        let pieces = [
+            "a", "Z", "\"", "\\", "\n", "\r", "\t", "\u{01}", "\u{1F}", "é", "😀", "/", " ", "https://x.example/p",
+        ]
+        func text() -> String {
+            (0..<Int(random.next() % 6)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+        }
+        for _ in 0..<500 {
+            let ath: String? = random.next() % 2 == 0 ? text() : nil
+            let nonce: String? = random.next() % 2 == 0 ? text() : nil
+            let method = text()
+            let target = text()
+            let identifier = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let issuedAt = Double(random.next() % 4_000_000_000)
+            let direct = DPoPProof.serializedClaims(
+                accessTokenHash: ath, method: method, targetURI: target, issuedAt: issuedAt, identifier: identifier,
+                nonce: nonce)
+            var members: [String: JSONValue] = [
+                "htm": .string(method), "htu": .string(target), "iat": .number(issuedAt),
+                "jti": .string(Base64URL.encode(identifier)),
+            ]
+            if let ath { members["ath"] = .string(ath) }
+            if let nonce { members["nonce"] = .string(nonce) }
+            #expect(direct == JSONValue.object(members).serializedBytes)
+            #expect(try JSONParser.parse(direct) == .object(members))
+        }
+    }
+
     @Test func targetURIs() {
         let cases: [(String, String?)] = [
             ("https://a.example/p?q#f", "https://a.example/p"),
