@@ -455,9 +455,9 @@ done:
 }
 
 /// Prepares nonces, and 16-byte random proof identifiers (DPoP's `jti`), until the pool holds `target` of each
-/// (at most `SK_P256_POOL_CAPACITY`), each made outside the lock so a signature never waits for one. Returns how
-/// many nonces the pool holds, or -1 when OpenSSL fails.
-static inline int sk_p256_signer_prepare(void *opaque, int target) {
+/// (at most `SK_P256_POOL_CAPACITY`), each made outside the lock so a signature never waits for one, and at most
+/// `at_most` nonces in this call. Returns how many nonces the pool holds, or -1 when OpenSSL fails.
+static inline int sk_p256_signer_prepare(void *opaque, int target, int at_most) {
     sk_p256_signer *signer = (sk_p256_signer *)opaque;
     int count = -1;
     uint8_t identifiers[SK_P256_POOL_CAPACITY][16];
@@ -484,7 +484,8 @@ static inline int sk_p256_signer_prepare(void *opaque, int target) {
         }
         count = signer->count;
         pthread_mutex_unlock(&signer->lock);
-        if (count >= target) break;
+        if (count >= target || at_most <= 0) break;
+        at_most -= 1;
         if (ECDSA_sign_setup(signer->key, NULL, &kinv, &r) != 1) {
             BN_clear_free(kinv);
             BN_clear_free(r);

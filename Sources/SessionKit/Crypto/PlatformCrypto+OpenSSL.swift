@@ -1,7 +1,6 @@
 #if !canImport(CryptoKit)
     import CSessionKitCrypto
     import Dispatch
-    import Foundation
     import Synchronization
 
     // The Linux backend: OpenSSL 3 through the C functions in Sources/CSessionKitCrypto/shim.h, each of which
@@ -82,8 +81,8 @@
         ///
         /// The signer keeps a few signature nonces prepared ahead (`sk_p256_signer` in shim.h says how, and why each
         /// is used once): a signature takes one and costs a few modular multiplications instead of a scalar
-        /// multiplication. When a signature leaves the pool at half or less, the key asks ``NoncePreparer`` to fill
-        /// it again, on a thread that runs only when a core is idle, so the preparing happens beside the requests
+        /// multiplication. When a signature leaves the pool at half or less, the key asks ``IdleWorker`` to fill it
+        /// again, on a thread that runs only when a core is idle, so the preparing happens beside the requests
         /// rather than on their path or in their way. A signature with the pool empty is a whole signature.
         ///
         /// Threads may sign with one object at once: the C side takes a nonce under its lock and uses the key
@@ -91,7 +90,7 @@
         final class P256KeyObject: @unchecked Sendable {
             private let pointer: UnsafeMutableRawPointer
             /// Whether a fill is asked for and not yet done, so a key is queued once.
-            fileprivate let fillAsked = Atomic<Bool>(false)
+            private let fillAsked = Atomic<Bool>(false)
 
             /// How many prepared nonces the pool is filled to.
             static let poolTarget = Int(SK_P256_POOL_CAPACITY)
@@ -115,7 +114,7 @@
                     fillAsked.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
                         .exchanged
                 {
-                    NoncePreparer.shared.fill(self)
+                    fillInBackground()
                 }
                 return signature
             }
@@ -127,77 +126,28 @@
             }
 
             /// How many prepared nonces wait; for tests and the benchmark.
-            var preparedCount: Int { Int(sk_p256_signer_prepare(pointer, 0)) }
+            var preparedCount: Int { Int(sk_p256_signer_prepare(pointer, 0, 0)) }
+
+            /// Fills the pool on ``IdleWorker``, one nonce per run. The job holds the key only weakly between runs,
+            /// so a key a session dropped (sign-out) is freed, and its nonces cleared, without waiting for it.
+            private func fillInBackground() {
+                IdleWorker.shared.submit { [weak self] in
+                    guard let self else { return false }
+                    let count = sk_p256_signer_prepare(pointer, Int32(Self.poolTarget), 1)
+                    guard count >= 0, Int(count) < Self.poolTarget else {
+                        fillAsked.store(false, ordering: .releasing)
+                        return false
+                    }
+                    return true
+                }
+            }
 
             /// Fills the pool to `target` nonces now, on the caller's thread; returns how many it holds, or `nil` on
             /// failure.
             @discardableResult
             func prepare(upTo target: Int = poolTarget) -> Int? {
-                let count = sk_p256_signer_prepare(pointer, Int32(target))
+                let count = sk_p256_signer_prepare(pointer, Int32(target), Int32(target))
                 return count < 0 ? nil : Int(count)
-            }
-        }
-    }
-
-    extension PlatformCrypto {
-        /// The one thread per process that prepares signature nonces for the keys that ask (``P256KeyObject``).
-        ///
-        /// It runs in Linux's SCHED_IDLE class: only on a core no other thread wants, preempted as soon as one does,
-        /// so preparing never takes a core from a request or a server in the same process; on a machine with no
-        /// idle core it falls behind, and signatures are whole ones, as without a pool. It holds the keys waiting for
-        /// it weakly: a key a session dropped (sign-out) is freed, and its nonces cleared, without waiting here.
-        final class NoncePreparer: Sendable {
-            static let shared = NoncePreparer()
-
-            private struct Waiting: @unchecked Sendable {
-                weak var key: P256KeyObject?
-            }
-
-            private let waiting = Mutex<[Waiting]>([])
-            private let wake = DispatchSemaphore(value: 0)
-            /// Whether the process is exiting; held while a nonce is being prepared.
-            private let exiting = Mutex<Bool>(false)
-
-            private init() {
-                let thread = Thread { [self] in
-                    _ = sk_thread_run_when_idle()
-                    while true {
-                        wake.wait()
-                        for entry in waiting.withLock({ waiting in
-                            defer { waiting = [] }
-                            return waiting
-                        }) {
-                            guard let key = entry.key else { continue }
-                            fill(key, oneAtATime: ())
-                            key.fillAsked.store(false, ordering: .releasing)
-                        }
-                    }
-                }
-                thread.name = "SessionKit nonce preparer"
-                thread.start()
-                // OpenSSL frees its tables in an `atexit` handler; a nonce prepared while that runs would read freed
-                // memory. Handlers run in reverse order of registration and OpenSSL's was registered first (a key
-                // exists before anything is prepared), so this one runs before it: it waits for the nonce under
-                // way and stops the thread preparing more.
-                atexit { NoncePreparer.shared.stopForExit() }
-            }
-
-            /// Prepares `key`'s nonces one at a time, each under `exiting`, stopping when the process exits.
-            private func fill(_ key: P256KeyObject, oneAtATime: Void) {
-                for target in 1...P256KeyObject.poolTarget {
-                    let goOn = exiting.withLock { exiting in !exiting && key.prepare(upTo: target) != nil }
-                    guard goOn else { return }
-                }
-            }
-
-            private func stopForExit() {
-                exiting.withLock { $0 = true }
-            }
-
-            /// Asks for `key`'s pool to be filled; returns at once.
-            func fill(_ key: P256KeyObject) {
-                waiting.withLock { $0.append(Waiting(key: key)) }
-                wake.signal()
             }
         }
     }
