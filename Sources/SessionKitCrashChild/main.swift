@@ -47,6 +47,10 @@
 //       Makes a DPoP key and <proofs> proofs with it, one after another (each proof that leaves the key's nonce pool at
 //       half asks the background thread to fill it again), prints `made <proofs>` and exits with status 0 at once,
 //       so the exit often lands while a nonce is being prepared.
+//   SessionKitCrashChild fork-signatures
+//       Makes an ES256 key, fills its nonce pool, forks, and signs seven messages in the parent and seven in the
+//       child (fewer than would ask for a refill), each printing `r <pid> <hex of r>`; the parent waits for the
+//       child and prints `done`. A nonce used on both sides of the fork shows as one r printed by two pids.
 //   SessionKitCrashChild secret-service-check <service>
 //       Prints `available`, or `unavailable <code>: <message>` when the Secret Service cannot be used.
 //   SessionKitCrashChild exit-after <scenario> <credentials-directory> <token-endpoint> <client-id> <resource-url>
@@ -531,6 +535,27 @@ case ("proofs-then-exit", 2):
     } catch {
         fail("\(error)")
     }
+#if !canImport(CryptoKit)
+    case ("fork-signatures", 1):
+        do {
+            let key = try P256SigningKey()
+            key.prepareNonces()
+            let child = fork()
+            guard child >= 0 else { fail("fork failed") }
+            let pid = getpid()
+            for index in 0..<7 {
+                let signature = try key.sign(Array("message \(pid) \(index)".utf8))
+                emit("r \(pid) " + signature.prefix(32).map { String(format: "%02x", $0) }.joined())
+            }
+            if child == 0 { _exit(0) }
+            var status: Int32 = 0
+            _ = waitpid(child, &status, 0)
+            emit("done")
+            exit(0)
+        } catch {
+            fail("\(error)")
+        }
+#endif
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
@@ -539,6 +564,6 @@ default:
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
-            + "locked-launch <credentials-directory> <accounts> | proofs-then-exit <proofs> | "
+            + "locked-launch <credentials-directory> <accounts> | proofs-then-exit <proofs> | fork-signatures | "
             + "secret-service-check <service>")
 }

@@ -143,6 +143,18 @@ import Testing
             #expect(seen.count == 4 * PlatformCrypto.P256KeyObject.poolTarget)
         }
 
+        /// A forked child starts with its parent's pool in memory; it must prepare its own nonces, or the two
+        /// processes would sign with the same k (`sk_p256_signer` drains the pool when the process id changes).
+        @Test func aForkedChildNeverSignsWithItsParentsNonces() throws {
+            let executable = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
+            let (output, status) = try ChildProcess(executable, ["fork-signatures"]).finish()
+            #expect(status == 0 && output.contains("done"), "\(output)")
+            let lines = output.split(separator: "\n").filter { $0.hasPrefix("r ") }.map { $0.split(separator: " ") }
+            #expect(lines.count == 14)
+            #expect(Set(lines.map { $0[1] }).count == 2, "signatures from the parent and the child")
+            #expect(Set(lines.map { $0[2] }).count == lines.count, "a nonce used on both sides of the fork")
+        }
+
         /// OpenSSL frees its tables at exit; without the preparer stopping first, about one run in five crashed.
         @Test func aProcessExitingWhileNoncesArePreparedExitsCleanly() throws {
             let executable = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
