@@ -27,6 +27,8 @@ final class IdleWorker: Sendable {
 
     private init() {
         let thread = Thread { [self] in
+            // Named here: on Linux a name set before `start()` is not given to the thread.
+            Thread.current.name = "SessionKit idle"
             #if canImport(CSessionKitCrypto)
                 _ = sk_thread_run_when_idle()
             #endif
@@ -40,7 +42,6 @@ final class IdleWorker: Sendable {
                 }
             }
         }
-        thread.name = "SessionKit idle worker"
         thread.qualityOfService = .background
         thread.start()
         atexit { IdleWorker.shared.stopForExit() }
