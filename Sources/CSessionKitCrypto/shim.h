@@ -368,7 +368,7 @@ done:
 /// An ECDSA signature is two parts: the nonce point, r = x(k·G) and k⁻¹ for a random k (the costly part, a scalar
 /// multiplication, which does not depend on the message), and s = k⁻¹(z + r·d), a few multiplications modulo n.
 /// A DPoP proof goes with every request, so the first part is done ahead, off the request's path
-/// (`sk_p256_signer_prepare`, called from a background queue), and a signature takes the next prepared pair
+/// (`sk_p256_signer_prepare`, called from SessionKit's idle thread), and a signature takes the next prepared pair
 /// (`sk_p256_signer_sign`), falling back to a whole signature when none is ready. Each pair is used once: taken
 /// out of the pool under the lock and cleared as it is freed, since a k used twice, or known, reveals the private
 /// key. For the same reason the pool is emptied when the process id changes: a forked child must not sign with its

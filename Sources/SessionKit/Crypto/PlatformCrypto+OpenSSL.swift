@@ -1,6 +1,5 @@
 #if !canImport(CryptoKit)
     import CSessionKitCrypto
-    import Dispatch
     import Synchronization
 
     // The Linux backend: OpenSSL 3 through the C functions in Sources/CSessionKitCrypto/shim.h, each of which
