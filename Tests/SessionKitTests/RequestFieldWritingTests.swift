@@ -26,7 +26,7 @@ import Testing
         #expect(fields["DPoP"] == "a.b.c")
         #expect(fields["Accept"] == "application/json")
         #expect(request.value(forHTTPHeaderField: "dpop") == "a.b.c")
-        request.setFieldValue("DPoP newer", forName: "AUTHORIZATION")
+        request.setFieldValues([("AUTHORIZATION", "DPoP newer")])
         #expect(request.allHTTPHeaderFields?.count == 3)
         #expect(request.value(forHTTPHeaderField: "Authorization") == "DPoP newer")
     }
@@ -48,7 +48,7 @@ import Testing
         var request = Self.request([:])
         let values = ["plain", "with spaces and\ttabs", "é and 😀", String(repeating: "x", count: 4096), ""]
         for value in values {
-            request.setFieldValue(value, forName: "X-Value")
+            request.setFieldValues([("X-Value", value)])
             #expect(request.value(forHTTPHeaderField: "X-Value") == value)
         }
     }

@@ -25,7 +25,7 @@ public struct DPoPKey: Sendable, Equatable, Codable, CustomStringConvertible, Cu
         let header: [String: JSONValue] = [
             "typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(signingKey.publicJWK),
         ]
-        self.proofHeader = Base64URL.encode(Array(JSONValue.object(header).serialized.utf8))
+        self.proofHeader = Base64URL.encode(JSONValue.object(header).serializedBytes)
     }
 
     /// Makes a new key pair from the platform's secure random source.

@@ -20,7 +20,7 @@ extension UserSession {
     ) throws {
         guard let proofKey else {
             // A `DPoP` field the app set itself on a bearer session is the app's, as on every other request.
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setFieldValues([("Authorization", "Bearer \(token)")])
             return
         }
         guard let url = request.url else { throw SessionError(.invalidInput, "the request has no URL") }

@@ -211,7 +211,7 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
     /// - Throws: `SessionError(.invalidInput)` when the assertion cannot be signed.
     package func authorize(_ request: inout URLRequest, clientID: String) throws {
         if let header = authorizationHeader(clientID: clientID) {
-            request.setValue(header, forHTTPHeaderField: "Authorization")
+            request.setFieldValues([("Authorization", header)])
         }
         guard case .privateKeyJWT(let assertion) = method, let endpoint = request.url else { return }
         let jwt = try Self.clientAssertion(assertion, clientID: clientID, audience: endpoint, now: Date())

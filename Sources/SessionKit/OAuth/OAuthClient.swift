@@ -319,7 +319,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             let proof = try DPoPProof.make(
                 key: proofKey, method: "POST", url: configuration.tokenEndpoint, accessToken: nil,
                 nonce: dpopNonces.withLock { $0[origin] }, now: configuration.clock.wallNow)
-            request.setFieldValue(proof, forName: "DPoP")
+            request.setFieldValues([("DPoP", proof)])
         }
         return request
     }

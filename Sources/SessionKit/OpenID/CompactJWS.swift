@@ -82,18 +82,12 @@ package struct CompactJWS: Sendable {
         header: [String: JSONValue], claims: [String: JSONValue], with key: P256SigningKey
     ) throws(CryptoError) -> String {
         try signed(
-            encodedHeader: Base64URL.encode(Array(JSONValue.object(header).serialized.utf8)), claims: claims,
-            with: key)
+            encodedHeader: Base64URL.encode(JSONValue.object(header).serializedBytes),
+            serializedClaims: JSONValue.object(claims).serializedBytes, with: key)
     }
 
-    /// The same with the header already encoded, base64url, for a signer whose header never changes.
-    package static func signed(
-        encodedHeader: String, claims: [String: JSONValue], with key: P256SigningKey
-    ) throws(CryptoError) -> String {
-        try signed(encodedHeader: encodedHeader, serializedClaims: JSONValue.object(claims).serializedBytes, with: key)
-    }
-
-    /// The same with the claims already serialized as JSON, for a caller that writes them directly.
+    /// The same with the header already encoded, base64url (a signer whose header never changes), and the claims
+    /// already serialized as JSON (a caller that writes them directly, as a DPoP proof does).
     package static func signed(
         encodedHeader: String, serializedClaims: [UInt8], with key: P256SigningKey
     ) throws(CryptoError) -> String {

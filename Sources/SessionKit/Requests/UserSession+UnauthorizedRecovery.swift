@@ -63,7 +63,7 @@ extension UserSession {
                 token = credential.token
                 if credential.proofKey == nil {
                     // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
-                    request.setValue(credential.authorization, forHTTPHeaderField: "Authorization")
+                    request.setFieldValues([("Authorization", credential.authorization)])
                 } else {
                     // A proof for this attempt's method and URL, made now: a proof is single-use (RFC 9449 §11.1).
                     try applyCredential(

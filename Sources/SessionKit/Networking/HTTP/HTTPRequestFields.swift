@@ -38,39 +38,30 @@ struct HTTPRequestFields {
 
 extension URLRequest {
     /// Sets each field `name` to `value`, replacing any field of that name whatever its case, as
-    /// `setValue(_:forHTTPHeaderField:)` does for one.
+    /// `setValue(_:forHTTPHeaderField:)` does for one: the one way SessionKit writes a credential field
+    /// (`Authorization`, `DPoP`) into a request.
     ///
     /// On Linux, `setValue` first checks the value one `Character` at a time for CR, LF and NUL, a string
     /// comparison each: about 30 µs for a 600-byte DPoP proof, which goes with every request. This checks the same
-    /// bytes directly and writes the fields as a whole, once; a value with CR, LF or NUL goes to `setValue`, which
-    /// refuses it as before, so no field can be split in two.
+    /// bytes directly and writes the fields as a whole, once. A value with CR, LF or NUL is not written, as
+    /// `setValue` would refuse it, so no field can be split in two; the field it was to replace is removed all the
+    /// same, so a refused credential never leaves the previous one in place.
     ///
     /// - Parameter fields: Names and values; a name is written as given (`DPoP`, not Foundation's `Dpop`; names
     ///   are case-insensitive).
     mutating func setFieldValues(_ fields: [(name: String, value: String)]) {
         #if canImport(FoundationNetworking)
             var all = allHTTPHeaderFields ?? [:]
-            var refused: [(name: String, value: String)] = []
             for (name, value) in fields {
                 let lowercasedName = name.lowercased()
                 for existing in all.keys where HTTPRequestFields.name(existing, equals: lowercasedName) {
                     all.removeValue(forKey: existing)
                 }
-                if value.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) {
-                    refused.append((name, value))
-                } else {
-                    all[name] = value
-                }
+                if !value.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) { all[name] = value }
             }
             allHTTPHeaderFields = all
-            for (name, value) in refused { setValue(value, forHTTPHeaderField: name) }
         #else
             for (name, value) in fields { setValue(value, forHTTPHeaderField: name) }
         #endif
-    }
-
-    /// ``setFieldValues(_:)`` for one field.
-    mutating func setFieldValue(_ value: String, forName name: String) {
-        setFieldValues([(name, value)])
     }
 }
