@@ -246,7 +246,7 @@ import Testing
     // MARK: - The revocation endpoint, during sign-out
 
     @Test(arguments: [
-        (MockAuthorizationServer.Failure.neverAnswer, SignOutReport.StepOutcome.timedOut),
+        (MockAuthorizationServer.Failure.neverAnswer, SignOutReport.StepOutcome.unanswered),
         (.fault(.closeBeforeResponding), .failed(.networkUnavailable)),
         (.fault(.garbage), .failed(.malformedResponse)),
         (.serviceUnavailable(retryAfter: nil), .failed(.providerOutage)),
@@ -261,7 +261,7 @@ import Testing
             let signOut = Task {
                 await fixture.manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5)))
             }
-            if outcome == .timedOut {
+            if outcome == .unanswered {
                 await eventually { mock.revocationRequestCount == 1 && fixture.clock.sleepers > 0 }
                 fixture.clock.advance(by: .seconds(5))
             }

@@ -84,25 +84,24 @@ final class PerKindRevoker: TokenRevoker {
         // Given a revocation endpoint that never answers for one kind of token.
         let clock = ManualClock()
         let revoker = PerKindRevoker(gates: [hung: Gate()])
-        let manager = SessionManager(
-            configuration: .init(
-                store: InMemoryCredentialStore(), revoker: revoker,
-                sessionConfiguration: UserSession.Configuration(clock: clock)))
+        let (manager, recorder) = Self.recordedManager(revoker, clock: clock)
         try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
         let other: TokenTypeHint = hung == .refreshToken ? .accessToken : .refreshToken
 
-        // When the session signs out, the other revocation completes with the clock standing still: the two run at
-        // the same time, not one after the other under one deadline.
+        // When the session signs out, the other revocation completes (its outcome decided and told) with the clock
+        // standing still: the two run at the same time, not one after the other under one deadline.
         let signOut = Task { await manager.signOut(options: both) }
-        let otherDone = await eventually(within: .seconds(60)) { !revoker.tokens(other).isEmpty }
+        let otherDone = await told(
+            recorder, other == .refreshToken ? "refresh_token_revocation" : "access_token_revocation")
         #expect(otherDone, "the \(other) revocation waited behind the hung \(hung) one")
+        #expect(revoker.tokens(other).count == 1)
         await eventually { clock.sleepers > 0 }
         clock.advance(by: .seconds(5))
 
-        // Then the report says which one timed out and which one succeeded.
+        // Then the report says which one went unanswered and which one succeeded.
         let report = try #require(await signOut.value)
         let outcomes = [report.refreshTokenRevocation, report.accessTokenRevocation]
-        #expect(outcomes == (hung == .refreshToken ? [.timedOut, .succeeded] : [.succeeded, .timedOut]))
+        #expect(outcomes == (hung == .refreshToken ? [.unanswered, .succeeded] : [.succeeded, .unanswered]))
     }
 
     @Test func theAccessTokenIsRevokedOnlyAfterTheAppsBackendSignOutUsedIt() async throws {
@@ -135,13 +134,29 @@ final class PerKindRevoker: TokenRevoker {
         #expect(revoker.tokens(.accessToken) == ["token-alice"])
     }
 
-    @Test func aHungBackendStepHoldsTheAccessTokensRevocationForHalfTheBoundAtMost() async throws {
-        let clock = ManualClock()
-        let revoker = PerKindRevoker()
+    /// A manager on `clock` whose diagnostics go to a recorder: a server step's event is emitted once its outcome
+    /// is decided, so a test that waits for it orders its next clock move after that decision, not a guess.
+    private static func recordedManager(
+        _ revoker: PerKindRevoker, clock: ManualClock
+    ) -> (SessionManager, DiagnosticsTests.Recorder) {
+        let recorder = DiagnosticsTests.Recorder()
         let manager = SessionManager(
             configuration: .init(
                 store: InMemoryCredentialStore(), revoker: revoker,
-                sessionConfiguration: UserSession.Configuration(clock: clock)))
+                sessionConfiguration: UserSession.Configuration(clock: clock, diagnostics: recorder.diagnostics)))
+        return (manager, recorder)
+    }
+
+    private func told(_ recorder: DiagnosticsTests.Recorder, _ step: String) async -> Bool {
+        await eventually(within: .seconds(60)) {
+            recorder.recorded.contains { $0.kind == .signOutStep && $0.fields["step"] == step }
+        }
+    }
+
+    @Test func aHungBackendStepHoldsTheAccessTokensRevocationForHalfTheBoundAtMost() async throws {
+        let clock = ManualClock()
+        let revoker = PerKindRevoker()
+        let (manager, recorder) = Self.recordedManager(revoker, clock: clock)
         try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
         var options = both
         let hung = Gate()
@@ -152,14 +167,71 @@ final class PerKindRevoker: TokenRevoker {
         // The backend step's deadline (5 s) and the access revocation's wait (2.5 s) are on the clock.
         await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
         #expect(revoker.tokens(.accessToken).isEmpty)
-        clock.advance(by: .milliseconds(2500))
-        let revoked = await eventually(within: .seconds(60)) { !revoker.tokens(.accessToken).isEmpty }
-        #expect(revoked, "half the bound passed, so the access token is revoked without the backend")
+        clock.advance(by: .milliseconds(2499))
+        #expect(revoker.arrived.withLock { $0 } == ["refresh-alice"], "sent before half the bound")
+        clock.advance(by: .milliseconds(1))
+        // Half the bound passed, so the access token is revoked without the backend; its outcome is decided (and
+        // told) before the bound passes, so the report says what the server answered.
+        #expect(await told(recorder, "access_token_revocation"))
+        #expect(revoker.tokens(.accessToken) == ["token-alice"])
         clock.advance(by: .milliseconds(2500))
 
         let report = try #require(await signOut.value)
-        #expect(report.serverSession == .timedOut)
+        #expect(report.serverSession == .unanswered)
         #expect(report.accessTokenRevocation == .succeeded)
         #expect(report.refreshTokenRevocation == .succeeded)
+    }
+
+    /// What the report says of a revocation the bound cut short is what is known: sent and not answered (the server
+    /// may have acted on it), never a bare "timed out" that reads as if nothing reached it.
+    @Test func aRevocationSentButNotAnsweredWithinTheBoundIsReportedAsSuch() async throws {
+        let clock = ManualClock()
+        let revoker = PerKindRevoker(gates: [.accessToken: Gate()])
+        let (manager, recorder) = Self.recordedManager(revoker, clock: clock)
+        try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
+        var options = both
+        let hung = Gate()
+        options.terminateServerSession = { _ in await hung.wait() }
+
+        let signOut = Task { await manager.signOut(options: options) }
+        await hung.waitForArrivals(1)
+        await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
+        clock.advance(by: .milliseconds(2500))
+        let sent = await eventually(within: .seconds(60)) { revoker.arrived.withLock { $0 }.contains("token-alice") }
+        #expect(sent, "the access token's revocation reached the revoker at half the bound")
+        clock.advance(by: .milliseconds(2500))
+
+        let report = try #require(await signOut.value)
+        #expect(report.accessTokenRevocation == .unanswered)
+        #expect(report.serverSession == .unanswered)
+        #expect(report.refreshTokenRevocation == .succeeded)
+        #expect(report.description.contains("access-token revocation sent, not answered within the bound"))
+        let event = recorder.recorded.first { $0.fields["step"] == "access_token_revocation" }
+        #expect(event?.fields["outcome"] == "sent, not answered within the bound")
+        #expect(event?.level == .warning)
+    }
+
+    /// A revocation the bound passed before it could be sent is never sent afterwards, and says so.
+    @Test func aRevocationTheBoundPassedBeforeItCouldBeSentIsNeverSent() async throws {
+        let clock = ManualClock()
+        let revoker = PerKindRevoker()
+        let (manager, _) = Self.recordedManager(revoker, clock: clock)
+        try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
+        var options = both
+        let hung = Gate()
+        options.terminateServerSession = { _ in await hung.wait() }
+
+        let signOut = Task { await manager.signOut(options: options) }
+        await hung.waitForArrivals(1)
+        await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
+        // Half the bound and the whole bound pass in one step: the access revocation wakes after its deadline.
+        clock.advance(by: .seconds(5))
+
+        let report = try #require(await signOut.value)
+        #expect(report.accessTokenRevocation == .notSent)
+        #expect(report.description.contains("access-token revocation not sent: the bound passed first"))
+        hung.open()
+        _ = await manager.finishPendingWork(within: .seconds(30))
+        #expect(!revoker.arrived.withLock { $0 }.contains("token-alice"), "a step not sent by its bound stays unsent")
     }
 }

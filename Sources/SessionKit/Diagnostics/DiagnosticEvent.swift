@@ -62,7 +62,9 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         case storageFailed = "storage.failed"
         /// Tokens a locked store refused were written once it opened.
         case storedAfterRetry = "storage.stored_after_retry"
-        /// One step of a sign-out: `step`, `outcome` (`succeeded`, `failed (code)`, `timed out`, `in background`).
+        /// One step of a sign-out: `step`, `outcome` (a ``SignOutReport/StepOutcome``'s description: `succeeded`,
+        /// `failed (code)`, `timed out`, `sent, not answered within the bound`, `not sent: the bound passed first`,
+        /// `in background`). A server step is told the moment its outcome is known.
         case signOutStep = "sign_out.step"
         /// Another process announced a change to the shared store.
         case crossProcessNotice = "cross_process.notice"

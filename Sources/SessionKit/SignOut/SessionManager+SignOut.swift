@@ -137,12 +137,14 @@ extension SessionManager {
         //    ended (a refresh committed while writes were waited for included).
         let tokens = ending?.tokens
         let revoker = target.revoker
-        let serverSteps = Task { [configuration, weak self] () -> SignOutReport in
-            let report = await Self.runServerSteps(
-                tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration)
-            // In the background the report says only "in background": the outcomes are told when they are known.
-            if !options.waitForServer { self?.diagnoseSteps(of: report) }
-            return report
+        // Each server step's outcome is told the moment it is known, whether or not this call waits for it.
+        let tell: @Sendable (String, SignOutReport.StepOutcome) -> Void = { [weak self] step, outcome in
+            self?.diagnoseStep(step, outcome, account: account)
+        }
+        let serverSteps = Task { [configuration] () -> SignOutReport in
+            await Self.runServerSteps(
+                tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration,
+                tell: tell)
         }
         // A process about to exit waits for them (finishPendingWork), whether or not this call does.
         pendingWork.track(.serverSteps, serverSteps)
@@ -178,23 +180,29 @@ extension SessionManager {
         return report
     }
 
-    /// Emits each step of a sign-out that ran, with its outcome: failures as warnings.
+    /// Emits each local step of a sign-out that ran, with its outcome, and the server steps left to the background
+    /// as such (their own outcomes are told by ``diagnoseStep(_:_:account:)`` when known).
     func diagnoseSteps(of report: SignOutReport) {
         guard configuration.sessionConfiguration.diagnostics != nil else { return }
         var steps: [(String, SignOutReport.StepOutcome)] = [
             ("purge_intent", report.purgeIntent), ("credential_deletion", report.credentialDeletion),
             ("proof_key_destruction", report.proofKeyDestruction), ("directory_removal", report.directoryRemoval),
+        ]
+        steps += report.resourcePurges.map { ("resource:\($0.resource)", $0.outcome) }
+        steps += [
             ("refresh_token_revocation", report.refreshTokenRevocation),
             ("access_token_revocation", report.accessTokenRevocation), ("server_session", report.serverSession),
             ("provider_logout", report.providerLogout),
-        ]
-        steps += report.resourcePurges.map { ("resource:\($0.resource)", $0.outcome) }
-        for (step, outcome) in steps where outcome != .notRequested {
-            let failed = outcome != .succeeded && outcome != .inBackground
-            diagnose(
-                failed ? .warning : .info, .signOutStep, account: report.account,
-                ["step": step, "outcome": outcome.description])
-        }
+        ].filter { $0.1 == .inBackground }
+        for (step, outcome) in steps { diagnoseStep(step, outcome, account: report.account) }
+    }
+
+    /// Emits one step of a sign-out with its outcome, unless it did not run: failures as warnings.
+    func diagnoseStep(_ step: String, _ outcome: SignOutReport.StepOutcome, account: Account) {
+        guard outcome != .notRequested else { return }
+        let failed = outcome != .succeeded && outcome != .inBackground
+        diagnose(
+            failed ? .warning : .info, .signOutStep, account: account, ["step": step, "outcome": outcome.description])
     }
 
     /// Makes current, in place of the current session that is leaving (already out of `sessions`), the live session
@@ -210,16 +218,25 @@ extension SessionManager {
         return (successor, transition(&guarded, successor.map { .switched($0.account) } ?? .signedOut))
     }
 
-    /// Runs `step` until `deadline`: its outcome, or `.timedOut` (the step is then cancelled and left behind).
+    /// Whether a bounded step talks to a server, which decides what a passed bound is called: a server step says
+    /// what is known of it (never sent, or sent and not answered); a local step simply did not finish in time.
+    enum StepKind { case server, local }
+
+    /// Runs `step` until `deadline`: its outcome, or, once the bound has passed, `.timedOut` for a local step and
+    /// for a server step `.unanswered` (it was started) or `.notSent` (the bound had passed before it could start,
+    /// and it never does). A step the bound cuts short is cancelled and left behind.
     ///
     /// An error that is not a ``SessionError`` is reported as `otherErrors`: a server step's as
     /// `networkUnavailable`, a purge step's as `storageFailure`.
     static func bounded(
         until deadline: ContinuousClock.Instant,
         clock: any SessionClock,
+        kind: StepKind = .server,
         otherErrors: SessionError.Code = .networkUnavailable,
         _ step: @escaping @Sendable () async throws -> Void
     ) async -> SignOutReport.StepOutcome {
+        let passed: SignOutReport.StepOutcome = kind == .server ? .unanswered : .timedOut
+        if kind == .server, clock.now >= deadline { return .notSent }
         let outcome = Broadcast<SignOutReport.StepOutcome>()
         let work = Task {
             do {
@@ -236,8 +253,8 @@ extension SessionManager {
                 deadline: deadline,
                 clock: clock,
                 timeoutError: SessionError(.timedOut, "sign-out step timed out")
-            )) ?? .timedOut
-        if result == .timedOut { work.cancel() }
+            )) ?? passed
+        if result == passed { work.cancel() }
         return result
     }
 
@@ -253,7 +270,8 @@ extension SessionManager {
         account: Account,
         revoker: (any TokenRevoker)?,
         options: SignOutOptions,
-        configuration: Configuration
+        configuration: Configuration,
+        tell: @escaping @Sendable (String, SignOutReport.StepOutcome) -> Void = { _, _ in }
     ) async -> SignOutReport {
         let clock = configuration.sessionConfiguration.clock
         let deadline = clock.now.advanced(by: options.serverTimeout)
@@ -263,14 +281,18 @@ extension SessionManager {
 
         async let refreshOutcome: SignOutReport.StepOutcome = {
             guard options.revokeRefreshToken, let revoker, let refreshToken else { return .notRequested }
-            return await bounded(until: deadline, clock: clock) {
+            let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(refreshToken, hint: .refreshToken)
             }
+            tell("refresh_token_revocation", outcome)
+            return outcome
         }()
         async let backendOutcome: SignOutReport.StepOutcome = {
             defer { _ = backendFinished.resolve(.success(())) }
             guard let terminate = options.terminateServerSession, let tokens else { return .notRequested }
-            return await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
+            let outcome = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
+            tell("server_session", outcome)
+            return outcome
         }()
         async let accessOutcome: SignOutReport.StepOutcome = {
             guard options.revokeAccessToken, let revoker, let accessToken else { return .notRequested }
@@ -278,17 +300,21 @@ extension SessionManager {
             _ = try? await backendFinished.value(
                 deadline: min(halfway, deadline), clock: clock,
                 timeoutError: SessionError(.timedOut, "backend sign-out still running"))
-            return await bounded(until: deadline, clock: clock) {
+            let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(accessToken, hint: .accessToken)
             }
+            tell("access_token_revocation", outcome)
+            return outcome
         }()
         async let providerOutcome: SignOutReport.StepOutcome = {
             guard options.providerLogout != nil || options.openIDLogout != nil else { return .notRequested }
             let idToken = tokens?.idToken
-            return await bounded(until: deadline, clock: clock) {
+            let outcome = await bounded(until: deadline, clock: clock) {
                 try await options.providerLogout?(account)
                 try await options.openIDLogout?.run(idToken: idToken)
             }
+            tell("provider_logout", outcome)
+            return outcome
         }()
 
         var report = SignOutReport(account: account)
@@ -317,7 +343,9 @@ extension SessionManager {
         let clock = configuration.sessionConfiguration.clock
         var outcomes = PurgeOutcomes()
         let deletion = credentialDeletion ?? vault.enqueueDelete(for: account)
-        outcomes.credentialDeletion = await Self.bounded(until: deadline, clock: clock, otherErrors: .storageFailure) {
+        outcomes.credentialDeletion = await Self.bounded(
+            until: deadline, clock: clock, kind: .local, otherErrors: .storageFailure
+        ) {
             if let error = await deletion.value { throw error }
         }
         // The outbox is closed either way; a directory is reported only where the manager keeps one.
@@ -326,7 +354,9 @@ extension SessionManager {
             outcomes.directoryRemoval = directoryGone ? .succeeded : .failed(.storageFailure)
         }
         for resource in guarded.withLock({ $0.resources }) {
-            let outcome = await Self.bounded(until: deadline, clock: clock, otherErrors: .storageFailure) {
+            let outcome = await Self.bounded(
+                until: deadline, clock: clock, kind: .local, otherErrors: .storageFailure
+            ) {
                 try await resource.purge(for: account)
             }
             outcomes.resourcePurges.append((resource.name, outcome))

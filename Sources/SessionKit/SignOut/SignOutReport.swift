@@ -9,8 +9,15 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
         case succeeded
         /// The step failed; the local sign-out went on.
         case failed(SessionError.Code)
-        /// The step did not finish within the bound.
+        /// A local purge step did not finish within the bound.
         case timedOut
+        /// A server step was sent (the revocation handed to the ``TokenRevoker``, which sends it at once, or the
+        /// app's closure called) and no answer came within the bound. The server may well have acted on it: this
+        /// says only that SessionKit never learned the outcome. The step is cancelled and left behind.
+        case unanswered
+        /// The bound had passed before a server step could be sent (the access token's revocation waits up to half
+        /// the bound for the app's backend step): the server never heard of it.
+        case notSent
         /// The step runs in the background, within its bound.
         case inBackground
 
@@ -21,6 +28,8 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
             case .succeeded: "succeeded"
             case .failed(let code): "failed (\(code))"
             case .timedOut: "timed out"
+            case .unanswered: "sent, not answered within the bound"
+            case .notSent: "not sent: the bound passed first"
             case .inBackground: "in background"
             }
         }
