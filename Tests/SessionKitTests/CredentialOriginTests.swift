@@ -283,6 +283,47 @@ import Testing
         }
     }
 
+    /// A WebSocket is one more request kind: a session whose scope names its origins refuses a handshake to any
+    /// other origin (another port, host or scheme of the same machine among them) with the error the other kinds
+    /// get, before anything is sent, since the handshake would carry the token.
+    @Test func aSessionWithNamedOriginsRefusesAWebSocketToEveryOtherOriginAsItRefusesEveryOtherKind() async throws {
+        try await LocalServer.withRunning { other async throws in
+            other.route("/socket", tokenEchoHandler)
+            try await LocalServer.withRunning { server async throws in
+                let scope = UserSession.CredentialScope.only([try #require(Origin(server.url("/")))])
+                let session = Self.session(scope: scope)
+                defer { session.end() }
+                // What every other kind is refused with, for the other server's origin.
+                var expected: SessionError?
+                do {
+                    _ = try await session.data(for: URLRequest(url: other.url("/socket")))
+                } catch {
+                    expected = error as? SessionError
+                }
+                #expect(expected?.code == .originNotServed)
+
+                let refused = [
+                    "ws://127.0.0.1:\(other.port)/socket", "wss://127.0.0.1:\(other.port)/socket",
+                    "http://127.0.0.1:\(other.port)/socket", "ws://localhost:\(server.port)/socket",
+                    "wss://127.0.0.1:\(server.port)/socket",
+                ]
+                for address in refused {
+                    let request = URLRequest(url: try #require(URL(string: address)))
+                    let error = await #expect(throws: SessionError.self, "\(address)") {
+                        try await session.webSocket(for: request)
+                    }
+                    #expect(error?.code == expected?.code, "\(address)")
+                }
+                // Its own origin is served, the handshake carrying the token: the refusals above were the scope's.
+                let own = try await session.webSocket(
+                    for: URLRequest(url: try #require(URL(string: "ws://127.0.0.1:\(server.port)/socket"))))
+                #expect(own.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice")
+                own.cancel()
+                #expect(other.requests.isEmpty, "a handshake reached an origin the session does not serve")
+            }
+        }
+    }
+
     private static func expectRefusal<T>(
         _ code: SessionError.Code, kind: Kind?, _ body: () async throws -> T
     ) async {

@@ -165,6 +165,47 @@ import Testing
         #expect(next.value(forHTTPHeaderField: "X-Api-Key") == "key")
     }
 
+    /// Another port is another origin (RFC 6454 §4), on one host as much as on two: a redirect from `https://h` to
+    /// `https://h:8443`, or from one loopback port to another, is followed without any credential field, whatever the
+    /// status. Another service can listen on another port of the same host.
+    @Test(arguments: [
+        ("https://api.example.com/a", "https://api.example.com:8443/b"),
+        ("https://api.example.com:8443/a", "https://api.example.com/b"),
+        ("https://api.example.com:8443/a", "//api.example.com:9443/b"),
+        ("http://127.0.0.1:8080/a", "http://127.0.0.1:8081/b"),
+        ("http://localhost:8080/a", "http://localhost/b"),
+        ("http://[::1]:8080/a", "http://[::1]:8081/b"),
+    ])
+    func aRedirectToAnotherPortOfTheSameHostDropsEveryCredentialField(_ from: String, _ location: String) {
+        for status in [301, 302, 303, 307, 308] {
+            let decision = Self.decide(status, location, after: Self.request(from))
+            guard case .follow(let next, let carries) = decision else {
+                Issue.record("\(status) \(from) → \(location) not followed: \(decision)")
+                continue
+            }
+            #expect(!carries, "\(status) \(from) → \(location)")
+            #expect(next.url.flatMap(Origin.init) != Origin(from), "\(status) \(from) → \(location)")
+            for field in ["Authorization", "Cookie", "Proxy-Authorization", "DPoP", "X-Api-Key"] {
+                #expect(next.value(forHTTPHeaderField: field) == nil, "\(status) \(from) → \(location): \(field)")
+            }
+            #expect(next.value(forHTTPHeaderField: "Accept-Language") == "kept")
+        }
+    }
+
+    /// The scheme's default port written out is the same origin: the port rule compares ports, not their spelling.
+    @Test(arguments: [
+        ("https://api.example.com/a", "https://api.example.com:443/b"),
+        ("http://127.0.0.1:80/a", "http://127.0.0.1/b"),
+    ])
+    func theDefaultPortWrittenOutIsTheSameOrigin(_ from: String, _ location: String) {
+        guard case .follow(let next, let carries) = Self.decide(307, location, after: Self.request(from)) else {
+            Issue.record("not followed")
+            return
+        }
+        #expect(carries)
+        #expect(next.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice")
+    }
+
     @Test func aChainThatLeftItsOriginStaysBareOnItsWayBack() {
         let decision = Self.decide(
             302, "https://api.example.com/land", after: Self.request("https://api.example.com/x"), carries: false)

@@ -133,7 +133,8 @@ extension UserSession {
                 continue
             }
 
-            if token != nil, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
+            let asksForNonce = token != nil && noteDPoPNonce(of: response, for: request.url)
+            if asksForNonce, !resentWithNonce {
                 // The proof was refused for its nonce, not the request: nothing ran, so any method is sent again.
                 discard(value)
                 resentWithNonce = true
@@ -141,8 +142,10 @@ extension UserSession {
             }
             switch response.statusCode {
             case 401:
-                // A 401 from an origin the token never reached is that origin's answer: nothing to refresh.
-                guard let token else { return (value, response) }
+                // A 401 from an origin the token never reached is that origin's answer: nothing to refresh. Nor is
+                // a proof refused for its nonce again after the one resend: the token was not refused, and a new
+                // one would meet the same answer; it is the caller's, and the request is not sent a third time.
+                guard let token, !asksForNonce else { return (value, response) }
                 discard(value)
                 let challenge = response.value(forHTTPHeaderField: "WWW-Authenticate").flatMap(BearerChallenge.parse)
                 // RFC 6750 §3.1: the token is valid but not enough; a new one would be refused the same way.

@@ -69,12 +69,16 @@ extension UserSession {
     }
 
     /// Sends a handed-off write, following its redirects by the session's rules (``RedirectDecision``): the token
-    /// only on same-origin hops of a chain that never left the origin.
+    /// only on same-origin hops of a chain that never left the origin; a DPoP proof refused for its nonce is sent
+    /// again once with it.
     private func sendHandedOff(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
         var request = request
         var carriesCredentials = true
         var hops = 0
+        // Whether a proof refused for its nonce was sent again (RFC 9449 §9): once, as every request kind does. That
+        // is no replay: the proof was refused, so the write did not run.
+        var resentWithNonce = false
         while true {
             let (data, response) = try await sendHandedOffOnce(request, carriesCredentials: carriesCredentials)
             switch RedirectDecision.after(
@@ -82,6 +86,10 @@ extension UserSession {
                 scope: configuration.credentialScope)
             {
             case .deliver:
+                if carriesCredentials, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
+                    resentWithNonce = true
+                    continue
+                }
                 return (data, response)
             case .refuse(let error):
                 diagnoseRefusedRedirect(from: request, response: response, error: error)

@@ -196,4 +196,68 @@ import Testing
             #expect(handed["jti"] != claims["jti"])
         }
     }
+
+    /// The claims and key of a WebSocket handshake's proof, checked as a resource server would: `Authorization: DPoP`
+    /// (never `Bearer`), a proof whose `htm` is the handshake's `GET`, whose `htu` is the handshake's URL (the
+    /// `http`/`https` URL the handshake is sent to, RFC 6455 §3, without query or fragment), whose `ath` is the
+    /// token's hash, signed by the session's key.
+    static func expectHandshake(
+        _ task: URLSessionWebSocketTask, token: String, key: DPoPKey, targetURI: String
+    ) throws {
+        let sent = try #require(task.originalRequest)
+        #expect(sent.value(forHTTPHeaderField: "Authorization") == "DPoP \(token)")
+        let proof = try #require(sent.value(forHTTPHeaderField: "DPoP"), "a bound token went without a proof")
+        let jws = try CompactJWS(proof)
+        #expect(jws.header["typ"] == .string("dpop+jwt"))
+        #expect(jws.claims["htm"] == .string("GET"))
+        #expect(jws.claims["htu"] == .string(targetURI))
+        #expect(jws.claims["ath"] == .string(Base64URL.encode(PlatformCrypto.sha256(Array(token.utf8)))))
+        guard case .object(let jwk)? = jws.header["jwk"] else {
+            Issue.record("no jwk")
+            return
+        }
+        let verifier = try VerificationKey(jwk: jwk)
+        #expect(verifier.thumbprint == key.thumbprint)
+        #expect(verifier.isValidSignature(jws.signature, for: jws.signingInput, algorithm: .es256))
+    }
+
+    @Test(arguments: [
+        ("ws://127.0.0.1:9/socket?room=1", "http://127.0.0.1:9/socket"),
+        ("wss://Chat.sessionkit.test:8443/live#x", "https://chat.sessionkit.test:8443/live"),
+    ])
+    func aBoundSessionsWebSocketHandshakeCarriesDPoPAndAProofMadeForIt(_ address: String, _ targetURI: String)
+        async throws
+    {
+        let key = try DPoPKey.generate()
+        let session = UserSession(
+            account: alice, tokens: TokenSet(accessToken: "bound", tokenType: "DPoP", proofKey: key))
+        defer { session.end() }
+        var request = URLRequest(url: try #require(URL(string: address)))
+        request.setValue("Bearer someone-else", forHTTPHeaderField: "Authorization")
+        let task = try await session.webSocket(for: request)
+        try Self.expectHandshake(task, token: "bound", key: key, targetURI: targetURI)
+        task.cancel()
+    }
+
+    /// A token refreshed before the handshake (it had expired) is the one presented, with a proof of the same
+    /// key whose `ath` is the new token's.
+    @Test func aWebSocketHandshakeAfterARefreshPresentsTheNewBoundToken() async throws {
+        let key = try DPoPKey.generate()
+        let endpoint = ScriptedTokenEndpoint { _, n in
+            TokenSet(
+                accessToken: "bound-\(n)", refreshToken: "refresh-\(n)", tokenType: "DPoP", proofKey: key,
+                lifetime: .seconds(3600))
+        }
+        let session = UserSession(
+            account: alice,
+            tokens: TokenSet(
+                accessToken: "bound", refreshToken: "refresh", tokenType: "DPoP", proofKey: key,
+                lifetime: .seconds(600), receivedAt: .now.advanced(by: .seconds(-3600))),
+            tokenEndpoint: endpoint)
+        defer { session.end() }
+        let task = try await session.webSocket(for: URLRequest(url: try #require(URL(string: "ws://127.0.0.1:9/s"))))
+        #expect(endpoint.count == 1)
+        try Self.expectHandshake(task, token: "bound-1", key: key, targetURI: "http://127.0.0.1:9/s")
+        task.cancel()
+    }
 }
