@@ -149,7 +149,7 @@ import Testing
             let report = await manager.signOut(
                 options: SignOutOptions(
                     openIDLogout: .calling(provider, postLogoutRedirectURI: mock.callbackURL.absoluteString)))
-            print(report?.providerLogout ?? .notRequested)  // succeeded, failed (…), sent, not answered within the bound
+            print(report?.providerLogout ?? .notRequested)  // succeeded, failed (…), unanswered…
             // sample-end: openid-sign-out
             #expect(report?.providerLogout == .succeeded)
             #expect(mock.endSessions.map(\.user) == ["alice"])
