@@ -55,6 +55,9 @@ enum Timeline {
         case .storedAfterRetry: return "credentials stored once the store opened"
         case .signOutStep: return "sign-out step \(field("step")): \(field("outcome"))"
         case .crossProcessNotice: return "another process changed the shared store"
+        case .crossProcessReconciled:
+            return
+                "sessions checked against the shared store: \(field("ended")) of \(field("checked")) found signed out"
         case .signedOutElsewhere: return "signed out in another process; the session here ended"
         case .requestRefusedAfterEnd: return "a \(field("method")) request was refused: its session had ended"
         case .credentialsWithheld:

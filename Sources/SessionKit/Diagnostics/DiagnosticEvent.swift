@@ -68,6 +68,9 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         case signOutStep = "sign_out.step"
         /// Another process announced a change to the shared store.
         case crossProcessNotice = "cross_process.notice"
+        /// A check of every live session against the shared store, made after one or more notices, finished:
+        /// `checked` (sessions whose record was read), `ended` (sessions found signed out elsewhere).
+        case crossProcessReconciled = "cross_process.reconciled"
         /// The account was signed out in another process; its session here ended.
         case signedOutElsewhere = "cross_process.signed_out"
         /// A request was refused because its session had ended: `kind` (the request's kind).

@@ -34,17 +34,26 @@ extension SessionManager {
     /// Each record is read behind the account's pending operations here (a record this process is still writing is
     /// found). Only a read that succeeds and finds nothing counts: a store that cannot be read now (locked, a
     /// cancelled prompt) proves nothing, and the session goes on. A session that ends here is refused every request
-    /// from that instant, and its requests in flight are cancelled.
+    /// from that instant, and its requests in flight are cancelled. A session whose record this process's refresher
+    /// is deleting because the server rejected its grant is left to that rejection (the notice was this process's
+    /// own). Each pass ends with a debug event saying how many sessions it checked and ended.
     func endSessionsSignedOutElsewhere() async {
         let live = guarded.withLock { $0.sessions }
-        for session in live where session.isActive {
+        var checked = 0
+        var ended = 0
+        for session in live where session.isActive && !session.deletingRejectedGrant.withLock({ $0 }) {
+            checked += 1
             let record: CredentialRecord?
             do {
                 record = try await vault.load(for: session.account)
             } catch {
                 continue
             }
-            if record == nil { session.endSignedOutElsewhere() }
+            if record == nil, !session.deletingRejectedGrant.withLock({ $0 }) {
+                ended += 1
+                session.endSignedOutElsewhere()
+            }
         }
+        diagnose(.debug, .crossProcessReconciled, account: nil, ["checked": "\(checked)", "ended": "\(ended)"])
     }
 }

@@ -70,6 +70,7 @@ extension TokenRefresher {
         if case .failure(let error) = outcome, error.endsGrant,
             (try? await store.load(for: session.account))?.refreshToken == presented
         {
+            session.deletingRejectedGrant.withLock { $0 = true }
             try? await store.delete(for: session.account)
             lock.announceChange()
         }

@@ -66,6 +66,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// store the session's tokens before it trusts the record.
     let unstoredRotation = Lock(false)
 
+    /// Whether this process's refresher is deleting the record of a grant the server rejected (it sets this under
+    /// the account's cross-process lock, just before the deletion): the record is then gone because of this session's
+    /// own rejection, reported a moment later, not because another process signed the account out. Read as a sign-out
+    /// elsewhere, it would hide the rejection: the user would be signed out instead of asked to sign in again.
+    let deletingRejectedGrant = Lock(false)
+
     /// Creates an active session for `account` holding `tokens`.
     ///
     /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:through:makeCurrent:)``), so
