@@ -43,6 +43,14 @@
 //       <accounts> accounts to have a live session and the state to be active, prints `final <state> <sessions>`, and
 //       exits. The parent makes records unreadable (mode 000, this process without CAP_DAC_OVERRIDE) and readable
 //       again at an instant it picks.
+//   SessionKitCrashChild unreadable-store <credentials-directory> <issuer> <subject>
+//       Opens a FileCredentialStore in <credentials-directory> and a SessionManager over it (retrying a store it
+//       cannot read every 5 ms), prints `ready`, and waits for `go` on stdin: the parent has made the directory
+//       unreadable by then (mode 000, this process without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH). Prints
+//       `load <outcome>` for the account <issuer> <subject>, `accounts <outcome>` (each `record`/`<count>`, `none`,
+//       or the error's code), `restored <state>` when restore returns, and `sessions <count>`; then waits for
+//       `readable` on stdin, waits up to 10 s for the retried restore to make one session live and the state active,
+//       prints `final <state> <sessions>` and exits.
 //   SessionKitCrashChild proofs-then-exit <proofs>
 //       Makes a DPoP key and <proofs> proofs with it, one after another (each proof that leaves the key's nonce pool at
 //       half asks the background thread to fill it again), prints `made <proofs>` and exits with status 0 at once,
@@ -486,6 +494,44 @@ func lockedLaunch(directory: String, accounts: Int) async {
     }
 }
 
+/// `unreadable-store`: reads and restores from a directory the parent made unreadable after the store opened.
+func unreadableStore(directory: String, account: Account) async {
+    func outcome<T>(_ read: () async throws -> T, _ describe: (T) -> String) async -> String {
+        do {
+            return describe(try await read())
+        } catch let error as SessionError {
+            return "\(error.code)"
+        } catch {
+            return "\(type(of: error))"
+        }
+    }
+    do {
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
+        let manager = SessionManager(
+            configuration: .init(
+                store: store, tokenEndpoint: CountingTokenEndpoint(), storeRetryInterval: .milliseconds(5)))
+        emit("ready")
+        guard readLine() == "go" else { fail("the parent did not say go") }
+        emit("load " + (await outcome({ try await store.load(for: account) }) { $0 == nil ? "none" : "record" }))
+        emit("accounts " + (await outcome({ try await store.accounts() }) { "\($0.count)" }))
+        emit("restored \(await manager.restore())")
+        emit("sessions \(manager.sessions.count)")
+        guard readLine() == "readable" else { fail("the parent did not say readable") }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+        func settled() -> Bool {
+            guard manager.sessions.count == 1, case .active = manager.state else { return false }
+            return true
+        }
+        while !settled(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        emit("final \(manager.state) \(manager.sessions.count)")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("save-loop", 2):
@@ -522,6 +568,8 @@ case ("cross-process", 5):
 case ("locked-launch", 3):
     guard let accounts = Int(arguments[2]) else { fail("usage: locked-launch <credentials-directory> <accounts>") }
     await lockedLaunch(directory: arguments[1], accounts: accounts)
+case ("unreadable-store", 4):
+    await unreadableStore(directory: arguments[1], account: Account(issuer: arguments[2], subject: arguments[3]))
 case ("proofs-then-exit", 2):
     guard let proofs = Int(arguments[1]), proofs > 0 else { fail("usage: proofs-then-exit <proofs>") }
     do {
@@ -564,6 +612,7 @@ default:
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
-            + "locked-launch <credentials-directory> <accounts> | proofs-then-exit <proofs> | fork-signatures | "
+            + "locked-launch <credentials-directory> <accounts> | "
+            + "unreadable-store <credentials-directory> <issuer> <subject> | proofs-then-exit <proofs> | fork-signatures | "
             + "secret-service-check <service>")
 }

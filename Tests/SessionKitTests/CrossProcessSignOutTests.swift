@@ -140,6 +140,99 @@ import Testing
         }
     }
 
+    /// A store over a `FileCredentialStore` whose next read of one account, once armed, holds its answer at a gate:
+    /// a check of the sessions against the store stays in progress, with that account's record already in hand.
+    private final class HeldReadStore: CredentialStore {
+        let inner: FileCredentialStore
+        let gate = Gate()
+        private let held = Lock<Account?>(nil)
+
+        init(_ inner: FileCredentialStore) { self.inner = inner }
+
+        /// Holds the answer of the next read of `account` at ``gate``.
+        func holdNextRead(of account: Account) { held.withLock { $0 = account } }
+
+        func load(for account: Account) async throws -> CredentialRecord? {
+            let record = try await inner.load(for: account)
+            let hold = held.withLock { held -> Bool in
+                guard held == account else { return false }
+                held = nil
+                return true
+            }
+            if hold { await gate.wait() }
+            return record
+        }
+
+        func save(_ record: CredentialRecord) async throws { try await inner.save(record) }
+        func delete(for account: Account) async throws { try await inner.delete(for: account) }
+        func deleteAll() async throws { try await inner.deleteAll() }
+        func accounts() async throws -> [Account] { try await inner.accounts() }
+        var refreshLock: CrossProcessLock? { inner.refreshLock }
+    }
+
+    /// Two endings elsewhere in quick succession: the second notice arrives while this process still checks its
+    /// sessions against the first (holding alice's record, read before her ending). Notices that arrive during a
+    /// check must run one more check after it, or alice's session here would go on until its next refresh; both
+    /// sessions end within 250 ms of their endings (the time the test holds the first check at its gate not counted).
+    ///
+    /// The other process is a second manager over its own store on the same directory: its sign-outs delete the
+    /// record and announce it through the notice file, which this process's watcher sees as it sees any process's.
+    /// Bob, who is not current, goes first, so that no session here becomes current meanwhile (a switch reads the
+    /// record under the cross-process lock, which the other process's deletion then waits for).
+    @Test func twoEndingsInQuickSuccessionBothEndTheirSessionsHere() async throws {
+        try await TemporaryDirectory.with { root in
+            let directory = root.appendingPathComponent("credentials")
+            try await Self.seed(directory)
+            let notices = Lock(0)
+            let diagnostics = Diagnostics(level: .debug) { event in
+                if event.kind == .crossProcessNotice { notices.withLock { $0 += 1 } }
+            }
+            let store = HeldReadStore(try FileCredentialStore(directory: directory))
+            let manager = SessionManager(
+                configuration: .init(store: store, sessionConfiguration: .init(diagnostics: diagnostics)))
+            #expect(await manager.restore() == .active(Self.account, offline: false))
+            let elsewhere = SessionManager(configuration: .init(store: try FileCredentialStore(directory: directory)))
+            #expect(await elsewhere.restore() == .active(Self.account, offline: false))
+            func session(of account: Account, in manager: SessionManager) throws -> UserSession {
+                try #require(manager.sessions.first { $0.account == account })
+            }
+            let (alice, bob) = (try session(of: Self.account, in: manager), try session(of: Self.other, in: manager))
+            let ended = Lock<[Account: ContinuousClock.Instant]>([:])
+            for local in [alice, bob] {
+                local.onEnd { [account = local.account] in ended.withLock { $0[account] = .now } }
+            }
+
+            store.holdNextRead(of: Self.account)
+            await elsewhere.signOut(try session(of: Self.other, in: elsewhere), options: .localOnly)
+            let bobEnding = ContinuousClock.now
+            // The check the first notice started has read alice's record (still there) and holds it.
+            await store.gate.waitForArrivals()
+            let arrived = ContinuousClock.now
+            diagnostics.flush()
+            let heard = notices.withLock { $0 }
+            await elsewhere.signOut(try session(of: Self.account, in: elsewhere), options: .localOnly)
+            let aliceEnding = ContinuousClock.now
+            let secondHeard = await eventually(within: .seconds(5)) { notices.withLock { $0 } > heard }
+            #expect(secondHeard, "the second notice never reached this process")
+            let opened = ContinuousClock.now
+            store.gate.open()
+
+            let bothEnded = await eventually(within: .seconds(2)) { !alice.isActive && !bob.isActive }
+            #expect(bothEnded, "alice ended: \(!alice.isActive), bob ended: \(!bob.isActive)")
+            let times = ended.withLock { $0 }
+            for (account, ending) in [(Self.other, bobEnding), (Self.account, aliceEnding)] {
+                guard let end = times[account] else { continue }
+                // The time the test held the check at its gate is not the library's.
+                let heldFrom = max(ending, arrived)
+                let heldUntil = min(end, opened)
+                let took = end - ending - (heldUntil > heldFrom ? heldUntil - heldFrom : .zero)
+                #expect(took <= .milliseconds(250), "\(account.subject) ended \(took) after its ending")
+            }
+            #expect(manager.sessions.isEmpty)
+            #expect(manager.state == .signedOut)
+        }
+    }
+
     /// The number after `prefix` on `line`, or `nil` when the line is missing or says something else.
     static func stamp(_ line: String?, after prefix: String) -> UInt64? {
         guard let line, line.hasPrefix(prefix) else { return nil }

@@ -236,6 +236,57 @@ import Testing
         }
     }
 
+    /// A directory this process may no longer read (its permissions changed under a running app, a sandbox closed
+    /// it) is not an empty store: every read throws `storeUnavailable` — the listing too, which restore starts
+    /// from — and a restore through a manager signs nobody out: its state is `failed(storeUnavailable)`, the
+    /// record stays as it was, and once the directory can be read the retried restore brings the session back.
+    ///
+    /// The reads run in a child process for which mode 000 means what it says: run as root (CI), the child starts
+    /// through `setpriv` without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH in its bounding set, so root obeys the
+    /// permission bits; run as anyone else, it needs nothing. The directory is made unreadable only after the store
+    /// opened it, since opening tightens a directory of the process's own to 0700.
+    @Test func aDirectoryThisProcessCannotReadIsUnavailableForEveryReadAndSignsNobodyOut() async throws {
+        let child = try #require(ChildProcess.crashChild, "SessionKitCrashChild was not found; build it")
+        var launcher = (executable: child, arguments: [String]())
+        if geteuid() == 0 {
+            let setpriv = try #require(ChildProcess.tool("setpriv"), "setpriv (util-linux) is needed when run as root")
+            launcher = (setpriv, ["--bounding-set", "-dac_override,-dac_read_search", child.path])
+        }
+        try await TemporaryDirectory.with { root in
+            let directory = root.appendingPathComponent("credentials")
+            let account = Account(issuer: "https://unreadable.sessionkit.invalid", subject: "alice")
+            let record = CredentialRecord(
+                account: account, refreshToken: "rt-alice-1", accessToken: "at-alice-1",
+                accessTokenExpiresAt: Date().addingTimeInterval(3600), scope: "scope-alice", savedAt: Date())
+            try await FileCredentialStore(directory: directory).save(record)
+            let stored = try Data(contentsOf: directory.appendingPathComponent(account.storageKey))
+            let process = try ChildProcess(
+                launcher.executable,
+                launcher.arguments + ["unreadable-store", directory.path, account.issuer, account.subject],
+                writableInput: true)
+            defer { _ = chmod(directory.path, 0o700) }
+            #expect(process.readLine() == "ready")
+            #expect(chmod(directory.path, 0) == 0)
+            process.send("go")
+            #expect(process.readLine() == "load storeUnavailable")
+            #expect(process.readLine() == "accounts storeUnavailable")
+            let restored = process.readLine()
+            #expect(restored?.hasPrefix("restored failed(") == true, "\(restored ?? "nothing")")
+            #expect(restored?.contains("storeUnavailable") == true, "\(restored ?? "nothing")")
+            #expect(process.readLine() == "sessions 0")
+            // Nothing was deleted while the directory could not be read.
+            #expect(chmod(directory.path, 0o700) == 0)
+            #expect(try Data(contentsOf: directory.appendingPathComponent(account.storageKey)) == stored)
+            process.send("readable")
+            let final = process.readLine()
+            #expect(final?.hasPrefix("final active(") == true && final?.hasSuffix(" 1") == true, "\(final ?? "")")
+            let (rest, status) = process.finish()
+            #expect(status == 0, "\(rest)")
+            let kept = try await FileCredentialStore(directory: directory).load(for: account)
+            #expect(kept?.refreshToken == record.refreshToken && kept?.accessToken == record.accessToken)
+        }
+    }
+
     // MARK: - Helpers
 
     /// Files `bytes` as Alice's record, then checks that loading it fails as corrupt, moves it aside as a

@@ -6,7 +6,8 @@ import Testing
 /// A seeded, model-based randomized test: thousands of short schedules drive three accounts through sign-in,
 /// requests (GET and POST, fast, or held at server-side gates a later step opens), sign-out (waited for, or
 /// with its revocation held so it stays in progress), stale sign-outs, account switches, forced expiry,
-/// server-side revocation and invalidation, refresh failures (transient and `invalid_grant`), held refreshes
+/// server-side revocation and invalidation, refresh failures (transient and `invalid_grant`), a store refusing
+/// rotated tokens, requests into a redirect loop the session refuses to follow, held refreshes
 /// and cancellations of callers, through `SessionManager`, `UserSession` and a registered `SessionScoped`,
 /// against a `MockAuthorizationServer` on loopback (token and revocation endpoints, and the resource routes).
 /// Concurrency is real: what a step starts runs on real sockets while the next steps happen.
@@ -92,6 +93,8 @@ struct InterleavingTests {
         var dpop = (schedules: 0, proofs: 0, replays: 0, unproven: 0)
         var refusals: [MockAuthorizationServer.DPoPRefusal: Int] = [:]
         var redaction = (events: 0, secrets: 0, leaked: 0)
+        /// Events of the failure paths the redaction check must cover, by kind.
+        var failureEvents: [DiagnosticEvent.Kind: Int] = [:]
         var start = 0
         while start < count {
             let end = min(start + Self.batchSize, count)
@@ -135,12 +138,16 @@ struct InterleavingTests {
             for refusal in proofs.compactMap(\.refusal) { refusals[refusal, default: 0] += 1 }
             dpop.replays += world.mock.jtiReplayCount
             dpop.unproven += world.mock.unprovenBoundTokenCount
-            // Redaction: no event of any schedule carries a secret the schedules sent.
+            // Redaction: no event of any schedule carries a secret the schedules sent or their sessions held (a
+            // rotated refresh token the store refused is held and may never be sent), on the failure paths too.
             world.diagnostics.flush()
-            let secrets = world.secretsSent()
+            let secrets = world.secretsSent().union(world.secretsHeld())
             let lines = world.events.withLock { $0 }
             redaction.events += lines.count
             redaction.secrets += secrets.count
+            for kind in [DiagnosticEvent.Kind.storageFailed, .redirectRefused, .refreshRejected] {
+                failureEvents[kind, default: 0] += lines.filter { $0.contains(#""kind":"\#(kind.rawValue)""#) }.count
+            }
             for line in lines where InterleavingWorld.words(of: line).contains(where: secrets.contains) {
                 redaction.leaked += 1
                 if redaction.leaked == 1 { print("an event carried a secret: \(line)") }
@@ -165,10 +172,19 @@ struct InterleavingTests {
                         .joined(separator: ", ")) + "), "
                 + "jti replays: \(dpop.replays), bound tokens unproven: \(dpop.unproven)")
         print(
-            "redaction: events: \(redaction.events), secrets sent: \(redaction.secrets), "
-                + "events carrying one: \(redaction.leaked)")
+            "redaction: events: \(redaction.events), secrets sent or held: \(redaction.secrets), "
+                + "events carrying one: \(redaction.leaked) (failure paths: "
+                + failureEvents.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }
+                .joined(separator: ", ") + ")")
         #expect(redaction.leaked == 0, "diagnostic events carried a token, code or cookie")
         #expect(redaction.events > 0 && redaction.secrets > 0, "the redaction check saw events and secrets")
+        // A store refusing rotated tokens, a refused redirect and a rejected grant each told their story, so the
+        // check above read the events of the failure paths, not only of success.
+        if replay == nil && count >= 200 {
+            for kind in [DiagnosticEvent.Kind.storageFailed, .redirectRefused, .refreshRejected] {
+                #expect(failureEvents[kind, default: 0] > 0, "no schedule emitted \(kind.rawValue)")
+            }
+        }
         #expect(violating.isEmpty, "schedules broke an invariant; first seed \(violating.first ?? 0)")
         // What the schedules' own checks attribute to a seed, counted by the servers as well.
         #expect(dpop.replays == 0, "the servers saw \(dpop.replays) jti replays")

@@ -168,6 +168,29 @@ import Testing
         #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-2")
     }
 
+    /// A grant rejected after the store refused the session's rotated tokens (a full disk): the record still
+    /// holds the refresh token the rotation retired, the session's own, and goes with the session as any rejected
+    /// grant's record does, so no later launch restores the dead grant and presents a retired token.
+    @Test func aRejectedGrantDeletesARecordLeftBehindByARefusedRotation() async throws {
+        let store = SaveRefusingStore()
+        let endpoint = ScriptedTokenEndpoint { _, call in
+            guard call == 1 else {
+                throw SessionError(.refreshRejected, "revoked", statusCode: 400, oauthError: "invalid_grant")
+            }
+            return TokenSet(accessToken: "token-alice-2", refreshToken: "refresh-alice-2", lifetime: .seconds(3600))
+        }
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        store.refusesSaves.withLock { $0 = true }
+        try await session.refreshTokens()
+        store.refusesSaves.withLock { $0 = false }
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice", "the record lags behind")
+        await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+        #expect(manager.state == .reauthenticationRequired(alice))
+        _ = await manager.finishPendingWork(within: .seconds(5))
+        #expect(try await store.load(for: alice) == nil)
+    }
+
     @Test func racingSwitchesLeaveEveryContainerBoundToTheCurrentSession() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let profile = SessionScoped<String>(empty: "")

@@ -117,17 +117,23 @@ package final class CredentialVault: Sendable {
     /// - Parameters:
     ///   - account: The account whose record to delete.
     ///   - refreshToken: The refresh token the dead session held.
+    ///   - retired: The refresh token the record still holds if the store refused the session's last rotated
+    ///     tokens: one the session retired, so the record is the dead session's too.
     /// - Returns: The pending deletion; its value is the error, if reading or deleting failed. A record that
     ///   cannot be read is left as it is: a load error (a locked keyring, a cancelled prompt) proves nothing about
     ///   whose record it is, and it may be a newer session's.
     @discardableResult
-    func enqueueDelete(for account: Account, ifHolding refreshToken: String) -> Task<(any Error)?, Never> {
+    func enqueueDelete(
+        for account: Account, ifHolding refreshToken: String, orHolding retired: String? = nil
+    ) -> Task<(any Error)?, Never> {
         let store = self.store
         return enqueue(on: account) {
             do {
-                // Only a record proven to hold the dead token is deleted; none, or another token, is left alone.
+                // Only a record proven to hold the dead session's token is deleted; none, or another token, is left.
                 try await Self.holdingRefreshLock(of: store) {
-                    guard let record = try await store.load(for: account), record.refreshToken == refreshToken else {
+                    guard let record = try await store.load(for: account), let held = record.refreshToken,
+                        held == refreshToken || held == retired
+                    else {
                         return
                     }
                     try await store.delete(for: account)

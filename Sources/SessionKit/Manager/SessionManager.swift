@@ -435,7 +435,9 @@ public final class SessionManager: Sendable, Observable {
         let vault = vault
         session.finish(refreshError: error) { refreshToken in
             if let refreshToken {
-                vault.enqueueDelete(for: account, ifHolding: refreshToken)
+                vault.enqueueDelete(
+                    for: account, ifHolding: refreshToken,
+                    orHolding: session.refreshTokenLeftInStore.withLock { $0 })
             } else {
                 vault.enqueueDelete(for: account)
             }

@@ -98,6 +98,7 @@ extension TokenRefresher {
                     if let write {
                         if let error = await write.value {
                             session.unstoredRotation.withLock { $0 = true }
+                            session.refreshTokenLeftInStore.withLock { $0 = $0 ?? refreshToken }
                             session.report(.storageFailed(error))
                         } else {
                             session.storedPendingRotation()

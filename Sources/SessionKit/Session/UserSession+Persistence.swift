@@ -115,6 +115,7 @@ extension UserSession {
     /// Records that the session's tokens reached the store, after a write of rotated ones had been refused.
     func storedPendingRotation() {
         unstoredRotation.withLock { $0 = false }
+        refreshTokenLeftInStore.withLock { $0 = nil }
     }
 
     /// Writes the tokens the session holds now, after a store refused a rotation of them: on success the manager

@@ -65,6 +65,10 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process must
     /// store the session's tokens before it trusts the record.
     let unstoredRotation = Lock(false)
+    /// While a refused write of rotated tokens has not been made good: the refresh token the stored record still
+    /// holds, one this session retired. The record is this session's all the same, and goes with it when its grant
+    /// is rejected.
+    let refreshTokenLeftInStore = Lock<String?>(nil)
 
     /// Whether this process's refresher is deleting the record of a grant the server rejected (it sets this under
     /// the account's cross-process lock, just before the deletion): the record is then gone because of this session's

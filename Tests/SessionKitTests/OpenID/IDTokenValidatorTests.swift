@@ -134,6 +134,34 @@ struct TestIssuer {
         }
     }
 
+    /// The nonce is compared whole, byte for byte (OpenID Connect Core §3.1.3.7 step 11): a token carrying the sent
+    /// nonce cut short, extended, empty or otherwise near it was minted for another authorization request (or
+    /// forged from a guessable part of it), so it is refused — by the nonce check, not by one that happens to fail
+    /// first. A comparison by prefix, containment or "empty means none" would accept some of these.
+    @Test func theNonceMustBeExactlyTheOneSentNotAPrefixOrExtensionOfIt() throws {
+        let issuer = try TestIssuer()
+        let sent = "n-0S6_WzA2Mj"
+        let near: [(String, JSONValue)] = [
+            ("cut short by one character", .string(String(sent.dropLast()))),
+            ("cut to its first character", .string(String(sent.prefix(1)))),
+            ("its first character dropped", .string(String(sent.dropFirst()))),
+            ("extended by one character", .string(sent + "x")),
+            ("extended by itself", .string(sent + sent)),
+            ("preceded by a character", .string("x" + sent)),
+            ("followed by a space", .string(sent + " ")),
+            ("empty", .string("")),
+            ("in other case", .string(sent.uppercased())),
+            ("not a string", .array([.string(sent)])),
+        ]
+        for (name, nonce) in near {
+            var claims = issuer.claims()
+            claims["nonce"] = nonce
+            #expect(failedCheck(try issuer.token(claims), issuer: issuer, nonce: sent) == .nonce, "\(name)")
+        }
+        // The same claims with the nonce exactly as sent pass: the refusals above are the nonce's.
+        #expect(failedCheck(try issuer.token(issuer.claims(nonce: sent)), issuer: issuer, nonce: sent) == nil)
+    }
+
     @Test func timesAreCheckedWithTheLeewayOnBothSides() throws {
         let issuer = try TestIssuer()
         let now = TestIssuer.now.timeIntervalSince1970

@@ -17,6 +17,20 @@ import Testing
         /// The subject the next token answer's ID token names.
         let subject = Lock("alice")
         let discoveryIssuer = Lock<String?>(nil)
+        /// The `at_hash` the next token answer's ID token carries.
+        let accessTokenHash = Lock(AccessTokenHash.none)
+        /// The access token of the last token answer.
+        let lastAccessToken = Lock<String?>(nil)
+
+        /// What a token answer's ID token says of the access token beside it.
+        enum AccessTokenHash {
+            /// No `at_hash`.
+            case none
+            /// The `at_hash` of the access token in the same answer.
+            case matching
+            /// The `at_hash` of another access token: the ID token was issued with another answer.
+            case another
+        }
 
         init(_ server: LocalServer, keys: [TestIssuer]) {
             self.server = server
@@ -52,13 +66,23 @@ import Testing
             server.route("POST", "/token") { [self] _ in
                 let signer = keys.withLock { $0.last! }
                 let now = providerNow.timeIntervalSince1970.rounded(.down)
-                let claims: [String: JSONValue] = [
+                let accessToken = "at-\(UUID().uuidString)"
+                lastAccessToken.withLock { $0 = accessToken }
+                var claims: [String: JSONValue] = [
                     "iss": .string(issuer), "sub": .string(subject.withLock { $0 }), "aud": .string("my-app"),
                     "exp": .number(now + 300), "iat": .number(now),
                 ]
+                switch accessTokenHash.withLock({ $0 }) {
+                case .none: break
+                case .matching:
+                    claims["at_hash"] = .string(IDTokenValidator.accessTokenHash(of: accessToken, algorithm: .es256))
+                case .another:
+                    claims["at_hash"] = .string(
+                        IDTokenValidator.accessTokenHash(of: "at-\(UUID().uuidString)", algorithm: .es256))
+                }
                 let idToken = (try? signer.token(claims)) ?? ""
                 let body: [String: JSONValue] = [
-                    "access_token": .string("at-\(UUID().uuidString)"), "token_type": .string("Bearer"),
+                    "access_token": .string(accessToken), "token_type": .string("Bearer"),
                     "expires_in": .number(3600), "refresh_token": .string("rt-\(UUID().uuidString)"),
                     "id_token": .string(idToken),
                 ]
@@ -214,6 +238,82 @@ import Testing
                 _ = try await provider.validate(idToken: expired, nonce: nil, accessToken: nil)
             }
             #expect(error?.idTokenCheck == .expiry)
+        }
+    }
+
+    /// A token whose key was found only after the key set was fetched again (the provider rotated its keys: an
+    /// unknown `kid`, a refetch, a second validation) is judged on the provider's clock too, like one whose key was
+    /// cached. The provider's `Date` is an hour from the device's either way; on the device's clock an hour behind
+    /// the fresh token would be refused as expired, and an hour ahead it would be refused as issued in the future
+    /// while the expired one passed.
+    @Test(arguments: [-3600.0, 3600.0])
+    func aTokenSignedByARotatedKeyIsJudgedOnTheProvidersClockToo(providerSkew: TimeInterval) async throws {
+        try await Self.withProvider { mock in
+            mock.skew.withLock { $0 = providerSkew }
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            let first = try #require(mock.keys.withLock { $0.first })
+            _ = try await provider.validate(idToken: try mock.token(by: first), nonce: nil, accessToken: nil)
+            #expect(provider.keySetFetchCount == 1)
+
+            // The provider rotates; a fresh token signed by the new key is accepted after the refetch.
+            let rotated = try TestIssuer(keyID: "k2")
+            mock.keys.withLock { $0.append(rotated) }
+            let claims = try await provider.validate(idToken: try mock.token(by: rotated), nonce: nil, accessToken: nil)
+            #expect(claims.subject == "alice")
+            #expect(provider.keySetFetchCount == 2, "the key was not found by a refetch")
+
+            // Past the refetch rate limit it rotates again; a token expired ten minutes ago on its clock, signed by
+            // the newest key, is refused for its expiry once that key is found.
+            clock.advance(by: .seconds(61))
+            let again = try TestIssuer(keyID: "k3")
+            mock.keys.withLock { $0.append(again) }
+            let now = mock.providerNow.timeIntervalSince1970.rounded(.down)
+            let expired = try again.token([
+                "iss": .string(mock.issuer), "sub": .string("alice"), "aud": .string("my-app"),
+                "exp": .number(now - 600), "iat": .number(now - 900),
+            ])
+            let error = await #expect(throws: SessionError.self) {
+                _ = try await provider.validate(idToken: expired, nonce: nil, accessToken: nil)
+            }
+            #expect(error?.idTokenCheck == .expiry)
+            #expect(provider.keySetFetchCount == 3, "the key was not found by a refetch")
+        }
+    }
+
+    /// The ID token of a refresh answer is checked against that answer's access token (`at_hash`, OpenID Connect
+    /// Core §3.1.3.6, §12.2): one issued beside another access token is refused, and a session does not adopt the
+    /// answer's tokens; one whose `at_hash` matches is accepted.
+    @Test func aRefreshWhoseIDTokenWasIssuedForAnotherAccessTokenIsRefused() async throws {
+        try await Self.withProvider { mock in
+            let provider = mock.provider()
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            mock.accessTokenHash.withLock { $0 = .matching }
+            let matching = try await provider.refresh(using: "rt-0", for: alice, proofKey: nil)
+            #expect(matching.accessToken == mock.lastAccessToken.withLock { $0 })
+            #expect(try await provider.refresh(using: "rt-1").idToken != nil)
+
+            mock.accessTokenHash.withLock { $0 = .another }
+            for refresh: @Sendable () async throws -> TokenSet in [
+                { try await provider.refresh(using: "rt-2", for: alice, proofKey: nil) },
+                { try await provider.refresh(using: "rt-3") },
+            ] {
+                let error = await #expect(throws: SessionError.self) { _ = try await refresh() }
+                #expect(error?.code == .idTokenRejected)
+                #expect(error?.idTokenCheck == .accessTokenHash)
+            }
+
+            // Through a session: the answer's access token is never adopted, and the grant ends.
+            let manager = SessionManager(
+                configuration: .init(
+                    store: InMemoryCredentialStore(), providers: [Provider(id: "mock", openID: provider)]))
+            let session = try await manager.signIn(
+                alice, tokens: TokenSet(accessToken: "at-a", refreshToken: "rt-a"), through: "mock")
+            let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+            #expect(error?.idTokenCheck == .accessTokenHash)
+            let refused = try #require(mock.lastAccessToken.withLock { $0 })
+            #expect(session.tokens?.accessToken != refused)
+            #expect(manager.state == .reauthenticationRequired(alice))
         }
     }
 

@@ -115,7 +115,7 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        completionHandler(nil)
+        RedirectRefusal.refuse(task, completionHandler)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

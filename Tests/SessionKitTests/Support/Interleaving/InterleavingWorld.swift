@@ -44,6 +44,9 @@ final class InterleavingWorld: Sendable {
     private let gates = Locked<[String: Gate]>([:])
     /// Every diagnostic event of every schedule run in this world, as JSON lines: the redaction check reads them.
     let events = Locked<[String]>([])
+    /// Every token the schedules saw issued to their sessions, sent or not (a rotated refresh token the store
+    /// refused may never be sent): the redaction check looks for these too.
+    private let tokensIssued = Locked<Set<String>>([])
     /// The sink each schedule's manager and sessions send their events to, at every level.
     let diagnostics: Diagnostics
 
@@ -66,6 +69,12 @@ final class InterleavingWorld: Sendable {
             world.mock.server.route(path) { [weak world] request in
                 await world?.serve(request, slow: slow) ?? .status(503)
             }
+        }
+        // Same-origin redirects without end, each carrying the session's credentials, until it stops following:
+        // the refused redirect's path, whose event must name origins only.
+        world.mock.server.route("/loop") { request in
+            let hop = (request.query?.split(separator: "=").last.flatMap { Int($0) } ?? 0) + 1
+            return .text("", status: 302, headers: [("Location", "/loop?hop=\(hop)"), ("Cache-Control", "no-store")])
         }
         return world
     }
@@ -111,14 +120,27 @@ final class InterleavingWorld: Sendable {
         return Set(secrets.filter { $0.count >= 8 }.map { Substring($0) })
     }
 
-    /// A request for `call` of `schedule`; a slow one is held at a gate the caller opens.
-    func request(schedule: Int, call: Int, method: String, slow: Bool) -> (URLRequest, Gate?) {
-        var request = URLRequest(url: mock.url(slow ? "/slow" : "/fast"))
+    /// Adds a schedule's issued tokens to those the redaction check looks for.
+    func noteTokensIssued(_ tokens: Set<String>) {
+        tokensIssued.withLock { $0.formUnion(tokens) }
+    }
+
+    /// Every token the schedules' sessions held, at least 8 characters each.
+    func secretsHeld() -> Set<Substring> {
+        tokensIssued.withLock { Set($0.filter { $0.count >= 8 }.map { Substring($0) }) }
+    }
+
+    /// A request for `call` of `schedule`; a slow one is held at a gate the caller opens, and one into the redirect
+    /// loop is redirected until the session refuses to follow.
+    func request(schedule: Int, call: Int, method: String, slow: Bool, redirectLoop: Bool = false) -> (
+        URLRequest, Gate?
+    ) {
+        var request = URLRequest(url: mock.url(redirectLoop ? "/loop" : slow ? "/slow" : "/fast"))
         request.httpMethod = method
         if method == "POST" { request.httpBody = Data(#"{"n":\#(call)}"#.utf8) }
         let tag = "\(schedule).\(call)"
         request.setValue(tag, forHTTPHeaderField: "X-Call")
-        guard slow else { return (request, nil) }
+        guard slow, !redirectLoop else { return (request, nil) }
         let gate = Gate()
         gates.withLock { $0[tag] = gate }
         return (request, gate)

@@ -99,6 +99,8 @@ final class ScheduleModel: Sendable {
         var refreshCalls: [Int: [(began: ContinuousClock.Instant, returned: ContinuousClock.Instant?)]] = [:]
         /// Tokens from refreshes that completed after their session ended.
         var lateTokens: Set<String> = []
+        /// Refresh tokens that refreshes returned (rotations), as opposed to sign-ins.
+        var rotatedRefreshTokens: Set<String> = []
         var scripts: [Int: [RefreshScript]] = [:]
         /// Revocations to hold, per session: a signal opened when the revocation arrives, and the gate it waits at.
         var revocationHolds: [Int: (arrived: Gate, gate: Gate)] = [:]
@@ -221,6 +223,7 @@ final class ScheduleModel: Sendable {
     /// Records a refresh result for the session that presented `refreshToken`; late if that session had ended.
     func refreshed(_ tokens: TokenSet, presenting refreshToken: String, completedAt: ContinuousClock.Instant) {
         state.withLock { state in
+            if let refresh = tokens.refreshToken { state.rotatedRefreshTokens.insert(refresh) }
             guard let ordinal = state.tokenOwner[refreshToken] else { return }
             state.tokenOwner[tokens.accessToken] = ordinal
             if let refresh = tokens.refreshToken { state.tokenOwner[refresh] = ordinal }
@@ -230,6 +233,14 @@ final class ScheduleModel: Sendable {
             }
         }
     }
+
+    /// Whether `refreshToken` came from a refresh.
+    func isRotated(_ refreshToken: String) -> Bool {
+        state.withLock { $0.rotatedRefreshTokens.contains(refreshToken) }
+    }
+
+    /// Every token the schedule saw issued: what its sessions held, sent or not.
+    var tokensIssued: Set<String> { state.withLock { Set($0.tokenOwner.keys) } }
 
     func takeRevocationHold(for token: String) -> (arrived: Gate, gate: Gate)? {
         state.withLock { state in
@@ -334,20 +345,55 @@ struct ScheduleRevoker: TokenRevoker {
     }
 }
 
-/// An in-memory credential store that remembers every refresh token it was asked to save.
+/// An in-memory credential store that remembers every refresh token it saved, and refuses, when a step asks, the
+/// next saves of an account's rotated tokens (those a refresh returned) as a full disk or a failing keyring does.
 final class RecordingCredentialStore: CredentialStore {
     private let inner = InMemoryCredentialStore()
     private let saved = Locked<[String]>([])
+    /// Per account, how many more saves of rotated tokens to refuse; and the accounts whose record lags behind the
+    /// session's memory because one was refused (until a later save of the account succeeds).
+    private let refusals = Locked<(pending: [Account: Int], lagging: Set<Account>)>(([:], []))
+    /// Whether a refresh token came from a refresh (rather than a sign-in).
+    private let isRotated: @Sendable (String) -> Bool
+
+    init(isRotated: @escaping @Sendable (String) -> Bool) {
+        self.isRotated = isRotated
+    }
 
     var savedRefreshTokens: [String] { saved.withLock { $0 } }
 
+    /// Refuses the next `count` saves of `account`'s rotated tokens with a storage failure.
+    func refuseRotations(of account: Account, count: Int) {
+        refusals.withLock { $0.pending[account, default: 0] += count }
+    }
+
+    /// Whether `account`'s record holds older tokens than its session because a save of them was refused.
+    func lags(_ account: Account) -> Bool { refusals.withLock { $0.lagging.contains(account) } }
+
     func save(_ record: CredentialRecord) async throws {
+        let rotated = record.refreshToken.map(isRotated) ?? false
+        let refused = refusals.withLock { refusals -> Bool in
+            guard rotated, let pending = refusals.pending[record.account], pending > 0 else {
+                refusals.lagging.remove(record.account)
+                return false
+            }
+            refusals.pending[record.account] = pending - 1
+            refusals.lagging.insert(record.account)
+            return true
+        }
+        if refused { throw SessionError(.storageFailure, "scripted: the disk refused the rotated tokens") }
         if let token = record.refreshToken { saved.withLock { $0.append(token) } }
         await inner.save(record)
     }
 
     func load(for account: Account) async throws -> CredentialRecord? { await inner.load(for: account) }
-    func delete(for account: Account) async throws { await inner.delete(for: account) }
-    func deleteAll() async throws { await inner.deleteAll() }
+    func delete(for account: Account) async throws {
+        refusals.withLock { _ = $0.lagging.remove(account) }
+        await inner.delete(for: account)
+    }
+    func deleteAll() async throws {
+        refusals.withLock { $0.lagging.removeAll() }
+        await inner.deleteAll()
+    }
     func accounts() async throws -> [Account] { await inner.accounts() }
 }

@@ -44,7 +44,7 @@ final class ScheduleRun: Sendable {
     let clock = ManualClock()
     /// The clock the sessions read: ``clock``, with the system's wall time under DPoP.
     let sessionClock: any SessionClock
-    let store = RecordingCredentialStore()
+    let store: RecordingCredentialStore
     let manager: SessionManager
     let container = SessionScoped<Loaded?>(empty: nil)
     /// A second registered container, so a rebinding that misses some of them shows.
@@ -70,6 +70,7 @@ final class ScheduleRun: Sendable {
         self.world = world
         dpop = Self.usesDPoP(seed: seed)
         model = ScheduleModel(seed: seed)
+        store = RecordingCredentialStore(isRotated: { [weak model] in model?.isRotated($0) ?? false })
         sessionClock = dpop ? ScheduleDPoPClock(manual: clock) : clock
         users = ["alice", "bob", "carol"].map { "r\(id)-\($0)" }
         accounts = users.map { Account(issuer: world.mock.issuer, subject: $0) }
@@ -124,6 +125,7 @@ final class ScheduleRun: Sendable {
             model.violation("the container holds #\(value.session)'s data after every account signed out", at: "end")
         }
         let outcome = Outcome(violations: model.violations, kinds: model.kinds, trace: trace())
+        world.noteTokensIssued(model.tokensIssued)
         world.forget(id)
         // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
         model.state.withLock { $0.sessions.removeAll() }
@@ -292,6 +294,17 @@ final class ScheduleRun: Sendable {
         case .outwaitRefresh:
             clock.advance(by: Self.waitTimeout + .seconds(1))
             return "the clock moved past the refresh wait timeout (+\(Self.waitTimeout + .seconds(1)))"
+        case .failSaves:
+            guard let (ordinal, session) = chosen, let account = model.record(ordinal)?.account else {
+                return "no live session"
+            }
+            let count = 1 + step.variant & 1
+            store.refuseRotations(of: accounts[account], count: count)
+            return "the store refuses the next \(count) saves of \(users[account])'s rotated tokens; "
+                + startCall(ordinal, session, method: nil, slow: false)
+        case .refusedRedirect:
+            guard let (ordinal, session) = chosen else { return "no live session" }
+            return startCall(ordinal, session, method: "GET", slow: false, redirectLoop: true)
         case .failPurges:
             let count = 1 + step.variant & 1
             purgeFailures.withLock { $0 += count }
@@ -543,9 +556,11 @@ final class ScheduleRun: Sendable {
 
     /// Starts a request (or, with `method` nil, a forced refresh) of `session` in a task of its own.
     private func startCall(
-        _ ordinal: Int, _ session: UserSession, method: String?, slow: Bool, heldBeforeCommit: Bool = false
+        _ ordinal: Int, _ session: UserSession, method: String?, slow: Bool, heldBeforeCommit: Bool = false,
+        redirectLoop: Bool = false
     ) -> String {
         var what = method.map { "#\(ordinal) \($0) \(slow ? "slow" : "fast")" } ?? "#\(ordinal) refresh"
+        if redirectLoop { what += " into a redirect loop" }
         if heldBeforeCommit { what += ", held before its commit" }
         let call = model.state.withLock { state -> Int in
             defer { state.nextCall += 1 }
@@ -555,7 +570,8 @@ final class ScheduleRun: Sendable {
         }
         var request: URLRequest?
         if let method {
-            let (built, gate) = world.request(schedule: id, call: call, method: method, slow: slow)
+            let (built, gate) = world.request(
+                schedule: id, call: call, method: method, slow: slow, redirectLoop: redirectLoop)
             request = built
             if let gate { gates.withLock { $0.append(("call \(call)", gate)) } }
         }
@@ -890,7 +906,7 @@ final class ScheduleRun: Sendable {
                     model.violation(
                         "#\(ordinal) is live but the store holds \(owner.map { "#\($0)" } ?? "unknown")'s refresh "
                             + "token for its account", at: label)
-                } else if before == after, stored.refreshToken != before {
+                } else if before == after, stored.refreshToken != before, !store.lags(account) {
                     model.violation("the store and #\(ordinal)'s memory hold different refresh tokens", at: label)
                 }
             } else {

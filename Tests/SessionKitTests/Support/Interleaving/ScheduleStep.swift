@@ -47,6 +47,12 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         case outwaitRefresh
         /// Make the next purge (`variant` bit 0: the next two) of the registered resource fail.
         case failPurges
+        /// Make the store refuse the next save (`variant` bit 0: the next two) of a session's rotated tokens, and
+        /// force a refresh of it: the rotation stays in memory only, and the store failure is told.
+        case failSaves
+        /// A GET from a live session into a same-origin redirect loop, which the session refuses to follow past
+        /// its hop limit.
+        case refusedRedirect
         /// Switch to two sessions, four times each, all at once; `variant` bit 0: switch to
         /// a session while an account that has none signs in and becomes current.
         case switchRace
@@ -71,7 +77,7 @@ struct ScheduleStep: Sendable, Hashable, CustomStringConvertible {
         (.signOutStale, 1), (.switchAccount, 4), (.switchEndingOthers, 1), (.expire, 2), (.revokeOnServer, 2),
         (.invalidateAccess, 2), (.refreshTransient, 2), (.refreshRejected, 2), (.refreshHeld, 4), (.cancelCall, 3),
         (.cancelRefreshCaller, 3), (.outwaitRefresh, 3), (.failPurges, 2), (.switchRace, 2), (.signInCancelled, 2),
-        (.signInFails, 2),
+        (.signInFails, 2), (.failSaves, 2), (.refusedRedirect, 2),
     ]
 
     /// The steps of the schedule `seed` names: a sign-in, then 4 to 13 steps drawn by weight.
