@@ -280,6 +280,8 @@ final class MockAuthorizationCore: Sendable {
             return .json(#"{"message":"too many requests"}"#, status: 429, headers: retryAfter(delay))
         case .internalServerError:
             return LocalServer.Response(status: 500, headers: html, body: Data("<h1>Internal Server Error</h1>".utf8))
+        case .bareStatus(let status):
+            return LocalServer.Response(status: status)
         case .oauthError(let code, let status):
             return .json(
                 #"{"error":\#(JSONValue.quoted(code))}"#, status: status,
