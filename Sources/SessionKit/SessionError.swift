@@ -67,6 +67,10 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let authorizationExpired = Code("authorizationExpired")
         /// An argument or a configuration value is not acceptable.
         public static let invalidInput = Code("invalidInput")
+        /// The app's own code that SessionKit ran threw an error that is not a ``SessionError``: a sign-in closure
+        /// (`authenticate`, `openID`, `identify`). ``SessionError/underlyingError`` is that error, unchanged; the
+        /// ``SessionError/message`` names only its type, never its text, which may quote a code or a token.
+        public static let appError = Code("appError")
         /// A credential would travel over plain HTTP: a request to an `http` origin that is neither loopback nor
         /// named in ``UserSession/CredentialScope/plainHTTPOrigins``, or a redirect from `https` to `http`.
         public static let insecureTransport = Code("insecureTransport")
