@@ -67,6 +67,14 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let authorizationExpired = Code("authorizationExpired")
         /// An argument or a configuration value is not acceptable.
         public static let invalidInput = Code("invalidInput")
+        /// The app's own code that SessionKit ran threw an error that is not a ``SessionError``: a sign-in closure
+        /// (`authenticate`, `openID`, `identify`). ``SessionError/underlyingError`` is that error, unchanged; the
+        /// ``SessionError/message`` names only its type, never its text, which may quote a code or a token.
+        public static let appError = Code("appError")
+        /// The authorization server has no revocation endpoint (RFC 7009) that SessionKit knows of: the client's
+        /// configuration names none, and neither does the provider's metadata (its discovery document, then its
+        /// RFC 8414 authorization server metadata). Nothing was sent; the token stays valid until it expires.
+        public static let noRevocationEndpoint = Code("noRevocationEndpoint")
         /// A credential would travel over plain HTTP: a request to an `http` origin that is neither loopback nor
         /// named in ``UserSession/CredentialScope/plainHTTPOrigins``, or a redirect from `https` to `http`.
         public static let insecureTransport = Code("insecureTransport")

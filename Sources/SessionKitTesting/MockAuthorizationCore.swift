@@ -35,7 +35,9 @@ final class MockAuthorizationCore: Sendable {
         dpop = configuration.dpop
         openID =
             configuration.openID
-            ? try MockOpenIDIssuer(issuer: issuer, clientID: configuration.clientID, dpop: configuration.dpop) : nil
+            ? try MockOpenIDIssuer(
+                issuer: issuer, clientID: configuration.clientID, dpop: configuration.dpop,
+                revocationListing: configuration.revocationEndpointListing) : nil
     }
 
     private func url(_ path: String) -> URL {
@@ -121,6 +123,12 @@ final class MockAuthorizationCore: Sendable {
             await serve(.openIDConfiguration, request) {
                 guard request.method == "GET" || request.method == "HEAD" else { return .status(405) }
                 return .json(openID.discoveryJSON)
+            }
+        }
+        server.route("/.well-known/oauth-authorization-server") { [self] request in
+            await serve(.authorizationServerMetadata, request) {
+                guard request.method == "GET" || request.method == "HEAD" else { return .status(405) }
+                return .json(openID.authorizationServerMetadataJSON)
             }
         }
         server.route("/jwks") { [self] request in
@@ -280,6 +288,8 @@ final class MockAuthorizationCore: Sendable {
             return .json(#"{"message":"too many requests"}"#, status: 429, headers: retryAfter(delay))
         case .internalServerError:
             return LocalServer.Response(status: 500, headers: html, body: Data("<h1>Internal Server Error</h1>".utf8))
+        case .bareStatus(let status):
+            return LocalServer.Response(status: status)
         case .oauthError(let code, let status):
             return .json(
                 #"{"error":\#(JSONValue.quoted(code))}"#, status: status,

@@ -31,6 +31,9 @@ extension MockAuthorizationServer {
         /// ``MockAuthorizationServer``). Off by default: the server is then a plain OAuth 2.0 server, which issues
         /// no ID token and answers 404 for discovery.
         public var openID: Bool
+        /// With ``openID`` on, which of the provider's metadata documents name its revocation endpoint
+        /// (``MockAuthorizationServer/revocationEndpoint``, which answers whatever they say).
+        public var revocationEndpointListing: RevocationEndpointListing
         /// Whether the server binds tokens to DPoP keys (RFC 9449). The token endpoint then checks a request's `DPoP`
         /// proof and, when it is valid, issues tokens bound to its key (`token_type` `DPoP`); a bound refresh token
         /// is refreshed only with a proof of the same key. The resources accept a bound access token only as
@@ -60,6 +63,7 @@ extension MockAuthorizationServer {
         ///   - authorizationCodeLifetime: Authorization code lifetime; one minute by default.
         ///   - tokenResponseCacheControl: `Cache-Control` of token responses; `no-store` by default.
         ///   - openID: Whether the server is an OpenID Connect provider too; off by default.
+        ///   - revocationEndpointListing: Which metadata documents name the revocation endpoint; both by default.
         ///   - dpop: Whether the server binds tokens to DPoP keys; off by default.
         ///   - requiresDPoPNonce: Whether DPoP proofs must carry the server's nonce; off by default.
         ///   - clock: The expiry clock; `nil` (the default) reads the system's clocks.
@@ -75,6 +79,7 @@ extension MockAuthorizationServer {
             authorizationCodeLifetime: Duration = .seconds(60),
             tokenResponseCacheControl: String = "no-store",
             openID: Bool = false,
+            revocationEndpointListing: RevocationEndpointListing = .discoveryAndAuthorizationServerMetadata,
             dpop: Bool = false,
             requiresDPoPNonce: Bool = false,
             clock: (any SessionClock)? = nil,
@@ -90,11 +95,24 @@ extension MockAuthorizationServer {
             self.authorizationCodeLifetime = authorizationCodeLifetime
             self.tokenResponseCacheControl = tokenResponseCacheControl
             self.openID = openID
+            self.revocationEndpointListing = revocationEndpointListing
             self.dpop = dpop
             self.requiresDPoPNonce = requiresDPoPNonce
             self.clock = clock ?? SystemClock()
             self.server = server
         }
+    }
+
+    /// Which of an OpenID provider's metadata documents name its revocation endpoint (RFC 7009): the discovery
+    /// document (``MockAuthorizationServer/openIDConfigurationURL``) and the RFC 8414 authorization server metadata
+    /// (``MockAuthorizationServer/authorizationServerMetadataURL``).
+    public enum RevocationEndpointListing: Sendable, Hashable, CaseIterable {
+        /// Both, as most providers do.
+        case discoveryAndAuthorizationServerMetadata
+        /// Only the RFC 8414 authorization server metadata, as django-oauth-toolkit does.
+        case authorizationServerMetadataOnly
+        /// Neither: the provider publishes no revocation endpoint.
+        case nowhere
     }
 
     /// One of the server's endpoints, to aim a delay, a gate or a failure at.
@@ -111,6 +129,8 @@ extension MockAuthorizationServer {
         case resource
         /// `/.well-known/openid-configuration`, the OpenID Connect discovery document.
         case openIDConfiguration
+        /// `/.well-known/oauth-authorization-server`, the RFC 8414 authorization server metadata.
+        case authorizationServerMetadata
         /// `/jwks`, the key set the ID tokens are signed with.
         case keySet
         /// `/logout`, the end-session endpoint.

@@ -13,6 +13,8 @@ extension MockAuthorizationServer {
         case internalServerError
         /// An OAuth error response (RFC 6749 §5.2) with this error code and status, such as `invalid_grant`.
         case oauthError(String, status: Int)
+        /// This status with no body at all: what some servers answer a refresh token they revoked (400).
+        case bareStatus(Int)
         /// A 200 whose body is not a valid token response.
         case malformedBody(MalformedBody)
         /// A broken exchange: the connection closes, the body is cut, or the bytes are not HTTP.

@@ -48,6 +48,10 @@ extension MockAuthorizationServer {
     /// `GET /.well-known/openid-configuration`: the discovery document under ``issuer`` (OpenID Connect Discovery
     /// 1.0 §4), served when ``Configuration/openID`` is on.
     public var openIDConfigurationURL: URL { server.url("/.well-known/openid-configuration") }
+    /// `GET /.well-known/oauth-authorization-server`: the RFC 8414 authorization server metadata under ``issuer``
+    /// (the issuer has no path, so RFC 8414 §3.1 puts it here), served when ``Configuration/openID`` is on. Whether
+    /// it and the discovery document name the revocation endpoint is ``Configuration/revocationEndpointListing``'s.
+    public var authorizationServerMetadataURL: URL { server.url("/.well-known/oauth-authorization-server") }
     /// `GET /jwks`: the key set the ID tokens are signed with.
     public var keySetURL: URL { server.url("/jwks") }
     /// `GET /userinfo`: the OpenID Connect UserInfo endpoint, `{"sub":"alice","name":"alice"}` for an active access

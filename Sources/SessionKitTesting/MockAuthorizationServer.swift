@@ -41,6 +41,9 @@ import SessionKit
 ///
 /// - `GET /.well-known/openid-configuration` (``openIDConfigurationURL``): the discovery document, naming the
 ///   endpoints here and `ES256` as the only ID token signing algorithm.
+/// - `GET /.well-known/oauth-authorization-server` (``authorizationServerMetadataURL``): the RFC 8414 metadata. The
+///   revocation endpoint is named in both documents, or only in this one, or in neither
+///   (``Configuration/revocationEndpointListing``).
 /// - `GET /jwks` (``keySetURL``): one P-256 key, generated for this server, whose `kid` is its RFC 7638
 ///   thumbprint.
 /// - ID tokens, signed ES256, in every token response whose grant's scope has `openid`: the code exchange (with the

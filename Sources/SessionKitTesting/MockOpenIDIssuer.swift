@@ -13,16 +13,22 @@ struct MockOpenIDIssuer: Sendable {
     let clientID: String
     /// Whether the server binds tokens to DPoP keys, which the discovery document then says (RFC 9449 §5.1).
     let dpop: Bool
+    /// Which documents name the revocation endpoint.
+    let revocationListing: MockAuthorizationServer.RevocationEndpointListing
 
     /// A new issuer with fresh keys.
     ///
     /// - Throws: `CryptoError` when the platform cannot generate a key.
-    init(issuer: String, clientID: String, dpop: Bool = false) throws {
+    init(
+        issuer: String, clientID: String, dpop: Bool = false,
+        revocationListing: MockAuthorizationServer.RevocationEndpointListing = .discoveryAndAuthorizationServerMetadata
+    ) throws {
         key = try P256SigningKey()
         impostorKey = try P256SigningKey()
         self.issuer = issuer
         self.clientID = clientID
         self.dpop = dpop
+        self.revocationListing = revocationListing
     }
 
     /// The `kid`: the key's JWK thumbprint (RFC 7638), so it changes with the key and names nothing else.
@@ -60,6 +66,27 @@ struct MockOpenIDIssuer: Sendable {
             "claims_supported": strings(["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"]),
         ]
         if dpop { members["dpop_signing_alg_values_supported"] = strings(["ES256"]) }
+        if revocationListing != .discoveryAndAuthorizationServerMetadata { members["revocation_endpoint"] = nil }
+        return JSONValue.object(members).serialized
+    }
+
+    /// The RFC 8414 authorization server metadata (§2): the OAuth endpoints under the issuer, the revocation
+    /// endpoint unless ``revocationListing`` says it is nowhere.
+    var authorizationServerMetadataJSON: String {
+        func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
+        func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
+        var members: [String: JSONValue] = [
+            "issuer": .string(issuer),
+            "authorization_endpoint": endpoint("/authorize"),
+            "token_endpoint": endpoint("/token"),
+            "jwks_uri": endpoint("/jwks"),
+            "revocation_endpoint": endpoint("/revoke"),
+            "device_authorization_endpoint": endpoint("/device"),
+            "response_types_supported": strings(["code"]),
+            "grant_types_supported": strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
+            "code_challenge_methods_supported": strings(["S256"]),
+        ]
+        if revocationListing == .nowhere { members["revocation_endpoint"] = nil }
         return JSONValue.object(members).serialized
     }
 

@@ -231,7 +231,8 @@ import Testing
             let revoke = await #expect(throws: SessionError.self) {
                 try await noEndpoints.revoke("x", hint: .accessToken)
             }
-            #expect(revoke?.code == .invalidInput)
+            // No revocation endpoint is the server's lack, not an input error (issue 47): sign-out reports it so.
+            #expect(revoke?.code == .noRevocationEndpoint)
             let device = await #expect(throws: SessionError.self) { try await noEndpoints.startDeviceAuthorization() }
             #expect(device?.code == .invalidInput)
             #expect(throws: SessionError.self) { try noEndpoints.authorizationRequest(redirectURI: "app:/cb") }

@@ -8,6 +8,9 @@ import Testing
 #endif
 
 /// What a sign-in throws when its closure fails, and how a sign-in learns whose tokens it got without an ID token.
+///
+/// Every error a sign-in throws is a `SessionError` (issue 47): an app's own error comes wrapped as `appError`, the
+/// error itself underneath and only its type in the message, and the state reports the very error the caller saw.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct SignInErrorsAndIdentityTests {
     /// An app's own error whose text quotes what the grant handled, as real ones do.
     struct GrantFailure: Error, CustomStringConvertible, Equatable {
@@ -17,35 +20,80 @@ import Testing
 
     // MARK: - The error the closure threw
 
-    @Test func theClosuresOwnErrorComesOutUnchanged() async throws {
+    @Test func theClosuresOwnErrorComesWrappedAsAnAppErrorAndTheStateShowsTheSameError() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let thrown = GrantFailure(detail: "SECRET-CODE-123")
-        let error = await #expect(throws: GrantFailure.self) {
+        let error = await #expect(throws: SessionError.self) {
+            try await manager.signIn(alice) { throw thrown }
+        }
+        #expect(error?.code == .appError)
+        #expect(error?.underlyingError as? GrantFailure == thrown)
+        // The caller and the state agree: one error, one code.
+        let seen = try #require(error)
+        #expect(manager.state == .failed(seen))
+    }
+
+    @Test func everySignInFormWrapsTheAppsErrorTheSameWay() async throws {
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        let thrown = GrantFailure(detail: "x")
+        let forms: [@Sendable () async throws -> Void] = [
+            { _ = try await manager.signIn(alice) { throw thrown } },
+            { _ = try await manager.signIn { () -> (account: Account, tokens: TokenSet) in throw thrown } },
+            { _ = try await manager.signIn(openID: { throw thrown }) },
+            {
+                _ = try await manager.signIn {
+                    tokens("alice")
+                } identify: { _ in
+                    throw thrown
+                }
+            },
+        ]
+        for form in forms {
+            let error = await #expect(throws: SessionError.self) { try await form() }
+            #expect(error?.code == .appError)
+            #expect(error?.underlyingError as? GrantFailure == thrown)
+            let seen = try #require(error)
+            #expect(manager.state == .failed(seen))
+        }
+    }
+
+    @Test func aSessionErrorTheClosureThrowsComesOutUnchanged() async throws {
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        let thrown = SessionError(
+            .authorizationFailed, "the token endpoint refused the code", oauthError: "invalid_grant")
+        let error = await #expect(throws: SessionError.self) {
             try await manager.signIn(alice) { throw thrown }
         }
         #expect(error == thrown)
+        #expect(manager.state == .failed(thrown))
     }
 
-    @Test func theFailedStateKeepsTheErrorUnderneathAndNamesOnlyItsType() async throws {
+    @Test func theErrorKeepsTheAppsErrorUnderneathAndNamesOnlyItsType() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
-        _ = try? await manager.signIn(alice) { throw GrantFailure(detail: "SECRET-CODE-123") }
+        let error = await #expect(throws: SessionError.self) {
+            try await manager.signIn(alice) { throw GrantFailure(detail: "SECRET-CODE-123") }
+        }
         guard case .failed(let failure) = manager.state else {
             Issue.record("expected failed, got \(manager.state)")
             return
         }
-        #expect(failure.code == .authorizationFailed)
+        #expect(failure.code == .appError)
         #expect(failure.underlyingError as? GrantFailure == GrantFailure(detail: "SECRET-CODE-123"))
         #expect(failure.message.contains("GrantFailure"))
-        for text in [failure.description, failure.message, "\(manager.state)", failure.localizedDescription] {
+        for text in [
+            failure.description, failure.message, "\(manager.state)", failure.localizedDescription,
+            "\(String(describing: error))",
+        ] {
             #expect(!text.contains("SECRET-CODE-123"))
         }
     }
 
     @Test func aFoundationErrorIsNamedByItsDomainAndCode() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
-        await #expect(throws: URLError.self) {
+        let error = await #expect(throws: SessionError.self) {
             try await manager.signIn(alice) { throw URLError(.notConnectedToInternet) }
         }
+        #expect((error?.underlyingError as? URLError)?.code == .notConnectedToInternet)
         guard case .failed(let failure) = manager.state else {
             Issue.record("expected failed, got \(manager.state)")
             return
@@ -54,12 +102,22 @@ import Testing
         #expect((failure.underlyingError as? URLError)?.code == .notConnectedToInternet)
     }
 
-    @Test func aFailureWhileAnotherAccountIsCurrentReturnsToItAndStillThrowsTheOriginal() async throws {
+    @Test func aCancellationStaysACancellationAndSignsNobodyIn() async throws {
+        let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
+        await #expect(throws: CancellationError.self) {
+            try await manager.signIn(alice) { throw CancellationError() }
+        }
+        #expect(manager.state == .signedOut)
+    }
+
+    @Test func aFailureWhileAnotherAccountIsCurrentReturnsToItAndStillThrowsTheAppsError() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         try await manager.signIn(alice, tokens: tokens("alice"))
-        await #expect(throws: GrantFailure.self) {
+        let error = await #expect(throws: SessionError.self) {
             try await manager.signIn(bob) { throw GrantFailure(detail: "x") }
         }
+        #expect(error?.code == .appError)
+        #expect(error?.underlyingError as? GrantFailure == GrantFailure(detail: "x"))
         #expect(manager.state == .active(alice, offline: false))
     }
 
@@ -98,7 +156,7 @@ import Testing
         let store = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store))
         let seen = Locked<UserSession?>(nil)
-        await #expect(throws: GrantFailure.self) {
+        let error = await #expect(throws: SessionError.self) {
             try await manager.signIn {
                 tokens("alice")
             } identify: { provisional in
@@ -106,6 +164,7 @@ import Testing
                 throw GrantFailure(detail: "me failed")
             }
         }
+        #expect(error?.underlyingError as? GrantFailure == GrantFailure(detail: "me failed"))
         #expect(seen.withLock { $0 }?.isActive == false)
         #expect(await store.accounts().isEmpty)
         #expect(manager.current == nil)

@@ -16,6 +16,8 @@ public protocol TokenRevoker: Sendable {
     /// - Parameters:
     ///   - token: The token to revoke.
     ///   - hint: Which kind of token it is.
-    /// - Throws: ``SessionError`` (`networkUnavailable`, `providerOutage`, `authorizationFailed`, `timedOut`).
+    /// - Throws: ``SessionError`` (`networkUnavailable`, `providerOutage`, `authorizationFailed`, `timedOut`);
+    ///   `noRevocationEndpoint` when the server has nowhere to revoke it, which sign-out reports as
+    ///   ``SignOutReport/StepOutcome/noEndpoint``.
     func revoke(_ token: String, hint: TokenTypeHint) async throws
 }

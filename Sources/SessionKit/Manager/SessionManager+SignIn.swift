@@ -31,15 +31,19 @@ extension SessionManager {
     /// If the sign-in fails or is cancelled while another account is current, the state returns to that account
     /// (it is still signed in) and the error is thrown to the caller.
     ///
+    /// Every error this throws is a ``SessionError`` (but `CancellationError`): one `authenticate` throws that is
+    /// not comes wrapped as ``SessionError/Code/appError``, the error itself its ``SessionError/underlyingError``.
+    ///
     /// - Parameters:
     ///   - account: Who is signing in.
     ///   - provider: The ``Provider`` the grant runs against; `nil` for the default one.
     ///   - makeCurrent: Whether the new session becomes ``current``.
     ///   - authenticate: Obtains the tokens.
     /// - Returns: The new session.
-    /// - Throws: What `authenticate` throws, unchanged (`userCancelled` returns the state to signed out), a
-    ///   storage error, `invalidInput` for a provider that is not configured or is of another issuer, or
-    ///   `CancellationError` when the calling task is cancelled before the session is installed.
+    /// - Throws: A ``SessionError`` `authenticate` throws, unchanged (`userCancelled` returns the state to signed
+    ///   out); any other error it throws as `appError`, that error underneath; a storage error; `invalidInput` for
+    ///   a provider that is not configured or is of another issuer; or `CancellationError` when the calling task is
+    ///   cancelled before the session is installed.
     @discardableResult
     public func signIn(
         _ account: Account,
@@ -98,12 +102,14 @@ extension SessionManager {
     ///   - makeCurrent: Whether the new session becomes ``current``.
     ///   - authenticate: Obtains the account and its tokens.
     /// - Returns: The new session, of the account `authenticate` returned.
-    /// - Throws: What `authenticate` throws, unchanged; a storage error; `invalidInput` for a provider that is not
-    ///   configured (checked before `authenticate` runs) or is of another issuer than the account; or
-    ///   `CancellationError` when the calling task is cancelled before the session is installed. While another
-    ///   account is current the state goes back to it; otherwise it becomes ``SessionState/failed(_:)`` with a
-    ///   ``SessionError`` whose ``SessionError/underlyingError`` is the error thrown and whose message names only
-    ///   its type, so that no text of the closure's error (which may quote a code or a token) reaches the state.
+    /// - Throws: Only ``SessionError``s, and `CancellationError` when the calling task is cancelled before the
+    ///   session is installed: a ``SessionError`` `authenticate` throws, unchanged; any other error it throws as
+    ///   ``SessionError/Code/appError``, whose ``SessionError/underlyingError`` is that error and whose message names
+    ///   only its type, so that no text of the app's error (which may quote a code or a token) reaches a log; a
+    ///   storage error; `invalidInput` for a provider that is not configured (checked before `authenticate` runs)
+    ///   or is of another issuer than the account. While another account is current the state goes back to it;
+    ///   otherwise it becomes ``SessionState/failed(_:)`` with the very error thrown (``SessionState/signedOut``
+    ///   for a cancellation, ``SessionState/userCancelled`` for `userCancelled`).
     @discardableResult
     public func signIn(
         through provider: Provider.ID? = nil,
@@ -135,8 +141,10 @@ extension SessionManager {
             install(session, makeCurrent: makeCurrent, event: .signedIn(account))
             return session
         } catch {
-            if makeCurrent { abandonSignIn(error) }
-            throw error
+            // The caller and the state see the same error: a SessionError, with an app's own error underneath.
+            let thrown = Self.signInError(error)
+            if makeCurrent { abandonSignIn(thrown) }
+            throw thrown
         }
     }
 
@@ -165,8 +173,8 @@ extension SessionManager {
     ///   - authenticate: Obtains the tokens.
     ///   - identify: Finds out who they belong to, using the provisional session it is given.
     /// - Returns: The new session, of the account `identify` returned.
-    /// - Throws: What `authenticate` or `identify` throws, unchanged, and otherwise as
-    ///   ``signIn(through:makeCurrent:authenticate:)``.
+    /// - Throws: As ``signIn(through:makeCurrent:authenticate:)``: a ``SessionError`` `authenticate` or `identify`
+    ///   throws, unchanged, any other error they throw as ``SessionError/Code/appError``.
     @discardableResult
     public func signIn(
         through provider: Provider.ID? = nil,
@@ -190,18 +198,24 @@ extension SessionManager {
     }
 
     /// Puts the state back after a sign-in that did not complete: to the account still current, if there is one;
-    /// else signed out (cancelled) or failed.
+    /// else signed out (cancelled) or failed, with `error`, what ``signInError(_:)`` made of the failure.
     private func abandonSignIn(_ error: any Error) {
         apply { guarded in
             if let current = guarded.current, current.isActive { return .signInAbandoned(current.account) }
-            if error is CancellationError { return .signedOut }
-            guard let error = error as? SessionError else { return .signInFailed(Self.signInFailure(error)) }
+            guard let error = error as? SessionError else { return .signedOut }
             return error.code == .userCancelled ? .userCancelled : .signInFailed(error)
         }
     }
 
-    /// What the state says of a sign-in whose closure threw an error of the app's own: its type, and the error
-    /// itself kept underneath. Not its text, which may quote what the grant handled (a code, a token).
+    /// What a failed sign-in throws: a ``SessionError`` or a `CancellationError` as it is, any other error (the
+    /// app's own, from its closure) as ``signInFailure(_:)``.
+    static func signInError(_ error: any Error) -> any Error {
+        if error is SessionError || error is CancellationError { return error }
+        return signInFailure(error)
+    }
+
+    /// A sign-in whose closure threw an error of the app's own: ``SessionError/Code/appError`` naming its type,
+    /// the error itself kept underneath. Not its text, which may quote what the grant handled (a code, a token).
     static func signInFailure(_ error: any Error) -> SessionError {
         let bridged = error as NSError
         let typeName = String(reflecting: type(of: error))
@@ -209,7 +223,7 @@ extension SessionManager {
         // A Foundation error's domain and code say more than its type (URLError, CocoaError); a Swift error's domain
         // is its type's name again.
         if bridged.domain != typeName { message += " (\(bridged.domain) \(bridged.code))" }
-        return SessionError(.authorizationFailed, message, underlyingError: error)
+        return SessionError(.appError, message, underlyingError: error)
     }
 
     /// Waits until every sign-out of `account` in progress has purged: its purge deletes the account's record and

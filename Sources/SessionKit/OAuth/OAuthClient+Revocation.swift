@@ -17,12 +17,12 @@ extension OAuthClient {
     /// - Throws: ``SessionError``: `providerOutage` (with ``SessionError/retryAfter``) when the server is still
     ///   unavailable after the attempts the policy allows or asks for a longer wait; `authorizationFailed` with
     ///   ``SessionError/oauthError`` `unsupported_token_type` when the server does not revoke this kind of
-    ///   token, or another refusal; `networkUnavailable`, `timedOut`, `malformedResponse`; `invalidInput` when
-    ///   no revocation endpoint is configured. `CancellationError` when the calling task is cancelled (a bounded
-    ///   sign-out cancels a revocation that takes too long).
+    ///   token, or another refusal; `networkUnavailable`, `timedOut`, `malformedResponse`; `noRevocationEndpoint`
+    ///   when no revocation endpoint is configured (nothing is sent). `CancellationError` when the calling task is
+    ///   cancelled (a bounded sign-out cancels a revocation that takes too long).
     public func revoke(_ token: String, hint: TokenTypeHint) async throws {
         guard let endpoint = configuration.revocationEndpoint else {
-            throw SessionError(.invalidInput, "the OAuth client has no revocation endpoint configured")
+            throw SessionError(.noRevocationEndpoint, "the OAuth client has no revocation endpoint configured")
         }
         let revocation = try RevocationRequest(
             token: token, tokenTypeHint: hint, clientID: configuration.clientID,

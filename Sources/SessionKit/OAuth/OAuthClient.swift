@@ -161,10 +161,10 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// - Parameter refreshToken: The refresh token to present.
     /// - Returns: The new tokens; when the server rotates, the new refresh token is in it, otherwise its
     ///   ``TokenSet/refreshToken`` is `nil` and the caller keeps the old one.
-    /// - Throws: ``SessionError``: `refreshRejected` (`invalid_grant`: sign in again), `providerOutage` (5xx, 429,
-    ///   with ``SessionError/retryAfter``), `malformedTokenResponse`, `authorizationFailed` (another OAuth error),
-    ///   `networkUnavailable`, `timedOut`, `malformedResponse`, `invalidInput`; `CancellationError` when the
-    ///   calling task is cancelled.
+    /// - Throws: ``SessionError``: `refreshRejected` (`invalid_grant`, or a 400 without an OAuth error: sign in
+    ///   again), `providerOutage` (5xx, 429, with ``SessionError/retryAfter``), `malformedTokenResponse`,
+    ///   `authorizationFailed` (another OAuth error), `networkUnavailable`, `timedOut`, `malformedResponse`,
+    ///   `invalidInput`; `CancellationError` when the calling task is cancelled.
     public func refresh(using refreshToken: String) async throws -> TokenSet {
         try await requestTokens(.refreshToken(refreshToken, scope: nil))
     }
@@ -299,9 +299,29 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
                     receivedAtWall: answer.receivedAtWall, retryAfter: answer.retryAfter, proofKey: key)
             } catch let error as SessionError {
                 // A server's error_description may quote what it was sent: the refresh token, the code, the secret.
-                throw error.redacting(tokenRequest.secrets)
+                throw Self.refusedGrant(error, grant).redacting(tokenRequest.secrets)
             }
         }
+    }
+
+    /// `error`, or for a refresh answered `400` without an OAuth error body, the refresh token refused
+    /// (`refreshRejected`), as `invalid_grant` would say.
+    ///
+    /// RFC 6749 §5.2 answers a refused token request with 400 and an error code; some servers answer a refresh
+    /// token they revoked or expired with the 400 alone. The request is SessionKit's own and only its refresh token
+    /// changes from one refresh to the next, so a 400 refuses that token: it is not transient (retrying presents the
+    /// same dead token), and taking it for anything but a rejected grant leaves a session that fails every refresh
+    /// and never asks the user to sign in again. Other statuses without an OAuth body (a proxy's 401 or 403, a
+    /// wrong endpoint's 404) say nothing about the grant and stay `authorizationFailed`; a 400 that names another
+    /// OAuth error keeps it.
+    static func refusedGrant(_ error: SessionError, _ grant: TokenRequest.Grant) -> SessionError {
+        guard case .refreshToken = grant, error.code == .authorizationFailed, error.statusCode == 400,
+            error.oauthError == nil
+        else { return error }
+        return SessionError(
+            .refreshRejected,
+            "the token endpoint refused the refresh token (400) without an OAuth error: taken as invalid_grant",
+            statusCode: 400)
     }
 
     /// A fresh DPoP key for a grant that starts a sign-in, when the client asks for bound tokens.

@@ -19,7 +19,8 @@ import Foundation
 /// A 4xx without an OAuth body is `.authorizationFailed` rather than `.malformedResponse` because the server
 /// did refuse the request (a proxy's 401 or a wrong endpoint's 404); the caller's recovery is the same as for
 /// `invalid_client`: not to retry. The ``SessionError/oauthError`` carries the error code whenever the body had
-/// a valid one, even on a 5xx.
+/// a valid one, even on a 5xx. One exception is made by ``OAuthClient``, which knows the grant: a `400` without an
+/// OAuth body to a refresh is `.refreshRejected`, as `invalid_grant` (`OAuthClient.refusedGrant(_:_:)`).
 package struct OAuthErrorResponse: Sendable, Equatable {
     /// The error code, such as `invalid_grant`; only the characters RFC 6749 §5.2 allows.
     public let error: String

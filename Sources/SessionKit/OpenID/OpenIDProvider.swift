@@ -15,11 +15,14 @@ import Foundation
 /// ```
 ///
 /// The provider's endpoints come from its discovery document (OpenID Connect Discovery 1.0 §4, RFC 8414 as the
-/// fallback), cached for ``Configuration/metadataLifetime``. Every ID token is validated before anything is made of
-/// it (OpenID Connect Core §3.1.3.7: the signature with the provider's key for its `kid`, the issuer, the audience,
-/// the times on the provider's clock, the nonce, `at_hash`), so the ``OpenIDSignIn/account`` of a sign-in comes
-/// from claims the provider signed, never from claims taken on trust. As a ``TokenEndpoint`` it validates the ID
-/// token of every refresh the same way and refuses one that names another issuer, subject or audience (Core §12.2).
+/// fallback), cached for ``Configuration/metadataLifetime``. A revocation endpoint the discovery document does not
+/// name is looked for in the provider's RFC 8414 authorization server metadata (django-oauth-toolkit names it only
+/// there), unless ``Configuration/revocationEndpoint`` names one, which wins. Every ID token is validated before
+/// anything is made of it (OpenID Connect Core §3.1.3.7: the signature with the provider's key for its `kid`, the
+/// issuer, the audience, the times on the provider's clock, the nonce, `at_hash`), so the ``OpenIDSignIn/account`` of
+/// a sign-in comes from claims the provider signed, never from claims taken on trust. As a ``TokenEndpoint`` it
+/// validates the ID token of every refresh the same way and refuses one that names another issuer, subject or
+/// audience (Core §12.2).
 ///
 /// The signing keys are fetched from `jwks_uri` and cached; a token naming an unknown `kid` fetches them again
 /// once (the provider may have rotated its keys), at most once per ``Configuration/minimumKeyRefetchInterval``, so
@@ -40,6 +43,11 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         /// The device authorization endpoint, for a provider whose discovery document does not name one; `nil`
         /// takes the document's `device_authorization_endpoint`.
         public var deviceAuthorizationEndpoint: URL?
+        /// The revocation endpoint (RFC 7009), for a provider whose metadata names none or the wrong one: it wins
+        /// over both. `nil` takes the discovery document's `revocation_endpoint`, else the one the provider's RFC 8414
+        /// authorization server metadata names; with neither, ``OpenIDProvider/revoke(_:hint:)`` throws
+        /// ``SessionError/Code/noRevocationEndpoint`` (sign-out reports ``SignOutReport/StepOutcome/noEndpoint``).
+        public var revocationEndpoint: URL?
         /// Whether sign-ins ask for DPoP-bound tokens (RFC 9449, ``OAuthClient/Configuration/usesDPoP``): `nil`
         /// (the default) when the provider's metadata lists ES256 in `dpop_signing_alg_values_supported`.
         public var usesDPoP: Bool?
@@ -66,6 +74,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         ///   - clientAuthentication: How the client authenticates; none by default.
         ///   - validation: ID token rules; RS256 and a one-minute leeway by default.
         ///   - deviceAuthorizationEndpoint: The device authorization endpoint, where discovery names none.
+        ///   - revocationEndpoint: The revocation endpoint, which wins over the provider's metadata; `nil` takes it
+        ///     from the metadata.
         ///   - usesDPoP: Whether to ask for DPoP-bound tokens; `nil` follows the provider's metadata.
         ///   - resources: Resource indicators; none by default.
         ///   - audience: The `audience` parameter; none by default.
@@ -81,6 +91,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             clientAuthentication: ClientAuthentication = .none,
             validation: IDTokenValidation = IDTokenValidation(),
             deviceAuthorizationEndpoint: URL? = nil,
+            revocationEndpoint: URL? = nil,
             usesDPoP: Bool? = nil,
             resources: [URL] = [],
             audience: String? = nil,
@@ -95,6 +106,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             self.clientAuthentication = clientAuthentication
             self.validation = validation
             self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+            self.revocationEndpoint = revocationEndpoint
             self.usesDPoP = usesDPoP
             self.resources = resources
             self.audience = audience
@@ -110,6 +122,15 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     private struct Discovered: Sendable {
         var metadata: OpenIDProviderMetadata
         var client: OAuthClient
+        var fetchedAt: ContinuousClock.Instant
+        /// Whether the document was the RFC 8414 authorization server metadata (the OpenID one was missing): no
+        /// other document then names a revocation endpoint it lacks.
+        var isAuthorizationServerMetadata: Bool
+    }
+
+    /// The revocation endpoint the RFC 8414 metadata named (`nil`: none), for the discovery fetched at `fetchedAt`.
+    private struct FallbackRevocation: Sendable {
+        var client: OAuthClient?
         var fetchedAt: ContinuousClock.Instant
     }
 
@@ -134,6 +155,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         var lastKeyRefetch: ContinuousClock.Instant?
         /// How many times the key set was fetched.
         var keyFetches = 0
+        /// The client that revokes where discovery names no revocation endpoint.
+        var fallbackRevocation: FallbackRevocation?
     }
 
     /// The configuration the provider was created with.
@@ -219,15 +242,17 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         guard URLComponents(url: configuration.issuer, resolvingAgainstBaseURL: false)?.percentEncodedQuery == nil
         else { throw SessionError(.invalidInput, "the issuer must not have a query (OpenID Connect Discovery §2)") }
         var answer = try await get(Self.openIDConfigurationURL(issuer: issuer), what: "the discovery document")
+        var isAuthorizationServerMetadata = false
         if answer.statusCode == 404, let fallback = Self.authorizationServerMetadataURL(issuer: issuer) {
             answer = try await get(fallback, what: "the authorization server metadata")
+            isAuthorizationServerMetadata = true
         }
         try Self.requireSuccess(answer, what: "the discovery document")
         let metadata = try OpenIDProviderMetadata(json: Array(answer.body), expectedIssuer: issuer)
         let client = OAuthClient(
             configuration: .init(
                 tokenEndpoint: metadata.tokenEndpoint,
-                revocationEndpoint: metadata.revocationEndpoint,
+                revocationEndpoint: configuration.revocationEndpoint ?? metadata.revocationEndpoint,
                 deviceAuthorizationEndpoint: configuration.deviceAuthorizationEndpoint
                     ?? metadata.deviceAuthorizationEndpoint,
                 authorizationEndpoint: metadata.authorizationEndpoint,
@@ -239,14 +264,68 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
                 clock: configuration.clock,
                 usesDPoP: configuration.usesDPoP ?? metadata.dpopSigningAlgorithms.contains("ES256")),
             serverClock: serverClock)
-        return Discovered(metadata: metadata, client: client, fetchedAt: configuration.clock.now)
+        return Discovered(
+            metadata: metadata, client: client, fetchedAt: configuration.clock.now,
+            isAuthorizationServerMetadata: isAuthorizationServerMetadata)
+    }
+
+    /// The client that revokes: the discovered one when it has a revocation endpoint (the configuration's or the
+    /// discovery document's); else one with the endpoint the provider's RFC 8414 metadata names, fetched when first
+    /// needed and kept as long as the discovery document; else the discovered one, which has none.
+    ///
+    /// Fetched at revocation time rather than with discovery, so a sign-in never waits for it or fails with it, and
+    /// a failure to fetch it (an outage) is the revocation's failure, never taken for "no endpoint".
+    private func revocationClient() async throws -> OAuthClient {
+        let discovered = try await discovered()
+        guard discovered.client.configuration.revocationEndpoint == nil, !discovered.isAuthorizationServerMetadata
+        else { return discovered.client }
+        if let known = state.withLock({ $0.fallbackRevocation }), known.fetchedAt == discovered.fetchedAt {
+            return known.client ?? discovered.client
+        }
+        var client: OAuthClient?
+        if let endpoint = try await authorizationServerRevocationEndpoint() {
+            var configuration = discovered.client.configuration
+            configuration.revocationEndpoint = endpoint
+            client = OAuthClient(configuration: configuration, serverClock: serverClock)
+        }
+        let found = FallbackRevocation(client: client, fetchedAt: discovered.fetchedAt)
+        state.withLock { $0.fallbackRevocation = found }
+        return client ?? discovered.client
+    }
+
+    /// The `revocation_endpoint` of the provider's RFC 8414 authorization server metadata, or `nil` when it has
+    /// none or names none.
+    ///
+    /// The document is looked for where RFC 8414 §3.1 puts it (the well-known path inserted before the issuer's
+    /// path), then, for a server mounted under a path that serves it only there, appended to the issuer as OpenID
+    /// discovery is (django-oauth-toolkit under `/o/` answers at `/o/.well-known/oauth-authorization-server`).
+    /// Either way its `issuer` must be exactly this provider's (RFC 8414 §3.3).
+    private func authorizationServerRevocationEndpoint() async throws -> URL? {
+        let issuer = configuration.issuer.absoluteString
+        let what = "the authorization server metadata"
+        var places = [Self.authorizationServerMetadataURL(issuer: issuer)].compactMap { $0 }
+        let appended = Self.wellKnownURL(issuer: issuer, "oauth-authorization-server")
+        if !places.contains(appended) { places.append(appended) }
+        for place in places {
+            let answer = try await get(place, what: what)
+            if answer.statusCode == 404 { continue }
+            try Self.requireSuccess(answer, what: what)
+            return try OpenIDProviderMetadata.revocationEndpoint(
+                inAuthorizationServerMetadata: Array(answer.body), expectedIssuer: issuer)
+        }
+        return nil
     }
 
     /// `/.well-known/openid-configuration` appended to the issuer's path (OpenID Connect Discovery 1.0 §4.1).
     static func openIDConfigurationURL(issuer: String) -> URL {
+        wellKnownURL(issuer: issuer, "openid-configuration")
+    }
+
+    /// `/.well-known/<name>` appended to the issuer's path.
+    static func wellKnownURL(issuer: String, _ name: String) -> URL {
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         // The issuer was validated as an absolute URL, so appending a path keeps it one.
-        return URL(string: base + "/.well-known/openid-configuration") ?? URL(fileURLWithPath: "/")
+        return URL(string: base + "/.well-known/" + name) ?? URL(fileURLWithPath: "/")
     }
 
     /// `/.well-known/oauth-authorization-server` inserted between the issuer's host and path (RFC 8414 §3.1).
@@ -489,14 +568,24 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         return tokens
     }
 
-    /// Revokes a token at the provider's revocation endpoint (RFC 7009).
+    /// Revokes a token at the provider's revocation endpoint (RFC 7009): ``Configuration/revocationEndpoint``,
+    /// else the discovery document's, else the one the provider's RFC 8414 authorization server metadata names
+    /// (read when first needed, and kept as long as the discovery document).
     ///
     /// - Parameters:
     ///   - token: The token.
     ///   - hint: Its type.
-    /// - Throws: As ``OAuthClient/revoke(_:hint:)``; `invalidInput` when the provider has no revocation endpoint.
+    /// - Throws: As ``OAuthClient/revoke(_:hint:)``; `noRevocationEndpoint` when none of the three names one
+    ///   (nothing is sent); as ``metadata()`` when a document cannot be read.
     public func revoke(_ token: String, hint: TokenTypeHint) async throws {
-        try await client().revoke(token, hint: hint)
+        let client = try await revocationClient()
+        guard client.configuration.revocationEndpoint != nil else {
+            throw SessionError(
+                .noRevocationEndpoint,
+                "the provider names no revocation_endpoint in its discovery document or RFC 8414 metadata, "
+                    + "and the configuration names none")
+        }
+        try await client.revoke(token, hint: hint)
     }
 
     // MARK: - Helpers

@@ -83,6 +83,35 @@ public struct OpenIDProviderMetadata: Sendable, Hashable {
         self.scopes = try strings("scopes_supported")
     }
 
+    /// Reads the `revocation_endpoint` of an RFC 8414 authorization server metadata document, as strictly as
+    /// discovery: its `issuer` must be exactly the one asked for (RFC 8414 §3.3), and the endpoint `https` (plain
+    /// `http` only to a loopback host) without a fragment.
+    ///
+    /// - Parameters:
+    ///   - body: The JSON document.
+    ///   - expectedIssuer: The issuer that was asked for.
+    /// - Returns: The endpoint, or `nil` when the document names none.
+    /// - Throws: `SessionError(.providerMetadataRejected)` naming the member at fault.
+    package static func revocationEndpoint(
+        inAuthorizationServerMetadata body: [UInt8], expectedIssuer: String
+    ) throws(SessionError) -> URL? {
+        guard case .object(let members)? = try? JSONParser.parse(body) else {
+            throw rejected("the authorization server metadata is not a JSON object")
+        }
+        let reader = JSONObjectReader(
+            members: members, code: .providerMetadataRejected, context: "the authorization server metadata",
+            statusCode: nil)
+        guard try reader.requiredString("issuer") == expectedIssuer else {
+            throw rejected("the authorization server metadata names another issuer than the one asked for")
+        }
+        guard let text = try reader.string("revocation_endpoint") else { return nil }
+        guard let url = URL(string: text), (try? EndpointPolicy.validate(url, role: "revocation_endpoint")) != nil
+        else {
+            throw rejected("\"revocation_endpoint\" is not an https URL (http only to loopback) without a fragment")
+        }
+        return url
+    }
+
     private static func rejected(_ reason: String) -> SessionError {
         SessionError(.providerMetadataRejected, reason)
     }

@@ -9,8 +9,9 @@ public protocol TokenEndpoint: Sendable {
     ///
     /// - Parameter refreshToken: The refresh token to present.
     /// - Returns: The new token set, its expiry measured from the moment the response arrived.
-    /// - Throws: ``SessionError``: `refreshRejected` for `invalid_grant`, `providerOutage` for 5xx and 429,
-    ///   `networkUnavailable`, `timedOut`, `malformedTokenResponse`, `authorizationFailed`.
+    /// - Throws: ``SessionError``: `refreshRejected` for `invalid_grant` (and, from ``OAuthClient``, a 400 without
+    ///   an OAuth error), `providerOutage` for 5xx and 429, `networkUnavailable`, `timedOut`,
+    ///   `malformedTokenResponse`, `authorizationFailed`.
     func refresh(using refreshToken: String) async throws -> TokenSet
 
     /// Sends a `refresh_token` grant for `account`, with a DPoP proof of `proofKey` when its tokens are bound to

@@ -227,7 +227,8 @@ extension SessionManager {
     /// and it never does). A step the bound cuts short is cancelled and left behind.
     ///
     /// An error that is not a ``SessionError`` is reported as `otherErrors`: a server step's as
-    /// `networkUnavailable`, a purge step's as `storageFailure`.
+    /// `networkUnavailable`, a purge step's as `storageFailure`. ``SessionError/Code/noRevocationEndpoint`` is
+    /// reported as `.noEndpoint`: the step had nowhere to go, which is not a failure of the app's input.
     static func bounded(
         until deadline: ContinuousClock.Instant,
         clock: any SessionClock,
@@ -242,6 +243,9 @@ extension SessionManager {
             do {
                 try await step()
                 outcome.resolve(.success(.succeeded))
+            } catch let error as SessionError where error.code == .noRevocationEndpoint {
+                // Nothing could be sent: the provider has nowhere to send it, which the app did not get wrong.
+                outcome.resolve(.success(.noEndpoint))
             } catch let error as SessionError {
                 outcome.resolve(.success(.failed(error.code)))
             } catch {

@@ -18,6 +18,11 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
         /// The bound had passed before a server step could be sent (the access token's revocation waits up to half
         /// the bound for the app's backend step): the server never heard of it.
         case notSent
+        /// A revocation was not sent because the provider has no revocation endpoint: the ``TokenRevoker`` threw
+        /// ``SessionError/Code/noRevocationEndpoint`` (an ``OpenIDProvider`` whose discovery document and RFC 8414
+        /// metadata name none, and whose configuration names none either). Not an error of the app's input: the
+        /// token stays valid at the server until it expires, unless the provider's sign-out ends it.
+        case noEndpoint
         /// The step runs in the background, within its bound.
         case inBackground
 
@@ -30,6 +35,7 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
             case .timedOut: "timed out"
             case .unanswered: "sent, not answered within the bound"
             case .notSent: "not sent: the bound passed first"
+            case .noEndpoint: "not sent: the provider has no revocation endpoint"
             case .inBackground: "in background"
             }
         }

@@ -9,7 +9,8 @@ import Testing
 
 /// OpenID Connect against django-oauth-toolkit with OIDC on: discovery, an RS256 ID token whose signature is
 /// checked with the key from the server's JWKS, the nonce, the account from validated claims, refreshes that keep
-/// naming the same user, the device grant, and RP-initiated logout ending the user's tokens there.
+/// naming the same user, the device grant, RP-initiated logout ending the user's tokens there, and revocation at the
+/// endpoint the server names only in its RFC 8414 metadata.
 @Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct OpenIDConnectIntegrationTests {
     typealias Fixture = AuthorizationServerFixture
     static let codeClientID = "oidc-client"
@@ -120,6 +121,40 @@ import Testing
         #expect(signIn.account.issuer == server.url("/o").absoluteString)
         #expect(signIn.claims.audiences == [Self.deviceClientID])
         #expect(try await server.me(accessToken: signIn.tokens.accessToken).status == 200)
+    }
+
+    /// django-oauth-toolkit names its revocation endpoint in its RFC 8414 metadata only, not in its discovery
+    /// document (issue 47): sign-out finds it there and revokes the refresh token with a request of its own, whether
+    /// or not the provider's sign-out (which deletes the user's tokens there too) runs beside it.
+    @Test(arguments: [false, true])
+    func signOutRevokesTheRefreshTokenAtTheEndpointTheRFC8414MetadataNames(providerLogout: Bool) async throws {
+        let server = try Fixture.required()
+        let user = try await server.createUser()
+        let provider = Self.provider(server)
+        #expect(try await provider.metadata().revocationEndpoint == nil, "the discovery document names none")
+        let signIn = try await Self.signIn(provider, server, as: user.username)
+        let refreshToken = try #require(signIn.tokens.refreshToken)
+        let manager = SessionManager(
+            configuration: .init(store: InMemoryCredentialStore(), providers: [Provider(id: "dot", openID: provider)]))
+        try await manager.signIn(signIn.account, tokens: signIn.tokens, through: "dot")
+
+        let options = SignOutOptions(
+            openIDLogout: providerLogout
+                ? .calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI) : nil)
+        let report = try #require(await manager.signOut(options: options))
+
+        #expect(report.refreshTokenRevocation == .succeeded, "\(report)")
+        #expect(report.providerLogout == (providerLogout ? .succeeded : .notRequested), "\(report)")
+        // Its own request in the server's log. Found by its token, not its user: the provider's sign-out may have
+        // deleted the token before the revocation arrived, and the log then knows no user for it.
+        let revocations = try await server.log().filter { $0.path == "/o/revoke_token/" && $0.token == refreshToken }
+        #expect(revocations.count == 1)
+        #expect(revocations.first?.tokenTypeHint == "refresh_token")
+        #expect(revocations.first?.status == 200)
+        #expect(revocations.first?.clientID == Self.codeClientID)
+        let refresh = try await server.refresh(refreshToken, clientID: Self.codeClientID)
+        #expect(refresh.status == 400)
+        #expect(refresh.string("error") == "invalid_grant")
     }
 
     @Test func theProvidersLogoutEndsTheUsersTokensThere() async throws {
