@@ -87,7 +87,8 @@ func temporaryDirectory() throws -> URL {
     @Test func offlineSignOutStillCompletesLocallyWithinItsBound() async throws {
         let clock = ManualClock()
         let store: any CredentialStore = InMemoryCredentialStore()
-        let hung = ScriptedRevoker(gate: Gate())  // never answers
+        let gate = Gate()
+        let hung = ScriptedRevoker(gate: gate)  // never answers
         let manager = SessionManager(
             configuration: .init(
                 store: store,
@@ -100,6 +101,8 @@ func temporaryDirectory() throws -> URL {
         // Bounded, so an unbounded revocation fails here instead of spinning: nothing would ever sleep on the clock.
         let bounded = await eventually(within: .seconds(60)) { clock.sleepers > 0 }
         try #require(bounded, "the sign-out waits for the revocation without a deadline on the session's clock")
+        // Sent before the bound passes, so the report says it went unanswered (not that it was never sent).
+        await gate.waitForArrivals(1)
         clock.advance(by: .seconds(5))
         let report = try #require(await signOut.value)
         #expect(report.refreshTokenRevocation == .unanswered)

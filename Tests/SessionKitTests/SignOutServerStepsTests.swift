@@ -95,6 +95,9 @@ final class PerKindRevoker: TokenRevoker {
             recorder, other == .refreshToken ? "refresh_token_revocation" : "access_token_revocation")
         #expect(otherDone, "the \(other) revocation waited behind the hung \(hung) one")
         #expect(revoker.tokens(other).count == 1)
+        // The hung one was sent before the bound passes, so the report says it went unanswered, not unsent.
+        let hungToken = hung == .refreshToken ? "refresh-alice" : "token-alice"
+        await eventually { revoker.arrived.withLock { $0 }.contains(hungToken) }
         await eventually { clock.sleepers > 0 }
         clock.advance(by: .seconds(5))
 
