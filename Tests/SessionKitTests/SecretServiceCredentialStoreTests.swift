@@ -106,7 +106,7 @@
                 let store = SecretServiceCredentialStore(service: service, refreshLock: lock)
                 do {
                     try await StoredCredentialsTests.check(store: store, configuration) {
-                        try Self.keyringSecret(service: service, key: alice.storageKey)
+                        try Self.keyringSecret(service: service, key: StoredCredentialsTests.account.storageKey)
                     }
                 } catch {
                     try? await store.deleteAll()

@@ -51,6 +51,9 @@ import Testing
     /// these tests sign in through the default provider).
     static let bookkeeping: Set<String> = ["version", "account", "scope", "tokenType", "savedAt", "selectedAt"]
 
+    /// The account every record here belongs to.
+    static let account = alice
+
     /// One configuration: which settings are on.
     struct Configuration: Sendable, CustomTestStringConvertible {
         var settings: Set<Setting>
