@@ -5,8 +5,9 @@ import SessionKit
 ///
 /// The executable is a thin `main.swift` over ``run(_:)``; the logic lives here so that tests can drive it.
 public enum SessionKitTool {
-    /// The version `sessionkit --version` prints.
-    public static let version = "0.1.0"
+    /// The version `sessionkit --version` prints: CHANGELOG.md's newest heading, and the one README.md and Getting
+    /// Started name (`PackageManifestTests` checks them).
+    public static let version = "0.2.0"
 
     /// Runs the tool with the process's standard streams and environment.
     ///

@@ -81,7 +81,9 @@ enum Usage {
         Starts loopback HTTP servers and a mock OAuth server, runs every
         scenario twice (the naive way and with SessionKit) and prints whether
         each leaked, as observed in server logs, credential stores and app
-        state. Takes a few seconds.
+        state. Takes a few seconds. cache-leak/no-store is the control: the
+        naive cache honours no-store, so neither side leaks there, and 11 of
+        the 12 naive rows leak.
 
         Scenarios: late-response, cache-leak/max-age, cache-leak/private,
           cache-leak/no-store, cache-leak/vary-authorization,
@@ -90,11 +92,15 @@ enum Usage {
           redirect-token-leak
 
         Options:
-          --json             print {"seed":N,"totals":{"scenarios":N,
+          --json             print one line of JSON instead of the table:
+                             {"seed":N,"totals":{"scenarios":N,
                              "naiveLeaked":N,"sessionkitLeaked":N},
-                             "scenarios":[{"id","naive","sessionkit"}]}
-                             instead of the table
+                             "scenarios":[{"id":ID,
+                             "naive":{"leaked":BOOL,"detail":TEXT},
+                             "sessionkit":{"leaked":BOOL,"detail":TEXT}},
+                             ...]}
           --only ID-PREFIX   run only the scenarios whose id starts with it
+                             (given once; cache-leak/ runs all four)
           --seed N           seed of logout-in-flight's arrivals and logout
                              moment (default \(DemoOptions.defaultSeed))
           -h, --help         show this help

@@ -74,6 +74,9 @@ import Testing
 
     @Test func anOptionGivenTwiceIsRefused() {
         #expect(usageError("demo --seed 1 --seed 2")?.message == "--seed is given more than once")
+        // One prefix per run, as the help and the README say: a second one is refused, not added.
+        #expect(
+            usageError("demo --only late --only cache-leak/")?.message == "--only is given more than once")
     }
 
     // MARK: - audit cache

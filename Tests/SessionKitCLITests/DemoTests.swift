@@ -157,6 +157,13 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
             totals["naiveLeaked"]
                 == scenarios.filter { ($0["naive"] as? [String: Any])?["leaked"] as? Bool == true }.count)
         #expect(scenarios.compactMap { $0["id"] as? String } == Self.ids)
+        #if canImport(FoundationNetworking)
+            // Every naive row but the control leaks here; the README and the help say how many.
+            let claim = "\(try #require(totals["naiveLeaked"])) of the \(scenarios.count)"
+            let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            #expect(flattened(readme).contains("\(claim) do. `cache-leak/no-store` is the control"), "\(claim)")
+            #expect(flattened(Usage.text(.demo)).contains("\(claim) naive rows leak"), "\(claim)")
+        #endif
         for scenario in scenarios {
             #expect(Set(scenario.keys) == ["id", "naive", "sessionkit"])
             for side in ["naive", "sessionkit"] {
@@ -192,6 +199,14 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(piped.errors.isEmpty, "no progress when standard error is not a terminal")
         #expect(piped.output.contains("cache-leak/no-store"))
         #expect(!piped.output.contains("cache-leak/max-age"))
+    }
+
+    /// The totals line counts in words: "1 scenario", never "1 scenarios".
+    @Test func theFooterCountsOneScenarioInTheSingular() async {
+        let one = CapturedConsole()
+        #expect(await one.run(["demo", "--only", "cache-leak/no-store"]) == .ok)
+        #expect(flattened(one.output).contains("1 scenario in "), "\(one.output)")
+        #expect(!one.output.contains("1 scenarios"))
     }
 
     @Test func anUnknownPrefixIsAUsageErrorListingTheIds() async {

@@ -1,6 +1,7 @@
 import Foundation
-import SessionKitCLICore
 import Testing
+
+@testable import SessionKitCLICore
 
 /// The root of this repository, from this file's path.
 private let repositoryRoot = URL(fileURLWithPath: #filePath)
@@ -29,6 +30,17 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
             let text = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
             #expect(text.contains("version \(SessionKitTool.version)"), "\(path) names the version in its prose")
         }
+    }
+
+    /// CHANGELOG.md's newest version is the one the tool prints, so the changelog is kept with every version.
+    @Test func theChangelogsNewestHeadingIsTheVersionTheToolPrints() async throws {
+        let changelog = try String(contentsOf: repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let headings = changelog.components(separatedBy: "\n").filter { $0.hasPrefix("## ") }
+        let newest = try #require(headings.first, "CHANGELOG.md has no version heading").dropFirst(3)
+        let captured = CapturedConsole()
+        #expect(await captured.run(["--version"]) == .ok)
+        #expect(captured.output == "sessionkit \(newest)\n", "the newest heading is \(newest)")
+        #expect(headings.count == Set(headings).count, "each version once")
     }
 
     @Test func swiftPMResolvesTheShownManifestAgainstThisCheckout() throws {

@@ -105,7 +105,7 @@ import Testing
             #expect(profile.value.map { String(decoding: $0, as: UTF8.self) } == #"{"user":"alice"}"#)
 
             // sample-begin: getting-started-sign-out
-            let report = await manager.signOut()
+            let report = await manager.signOut()  // nil when nobody was signed in
             // sample-end: getting-started-sign-out
             #expect(profile.value == nil)
             #expect(manager.state == .signedOut)
@@ -115,6 +115,39 @@ import Testing
             #expect(report?.isPurgeComplete == true)
             #expect(await store.load(for: account) == nil)
             #expect(!mock.isActive(token: refreshToken))
+            #expect(await manager.signOut() == nil, "nobody is signed in now")
+        }
+    }
+
+    /// Getting Started's second way to wire a provider: named, and signed in through its name.
+    @Test func gettingStartedNamedProvider() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app", openID: true)) { mock in
+            try mock.addUser("alice")
+            try mock.approveNextAuthorization(as: "alice")
+            let issuer = try #require(URL(string: mock.issuer))
+            let store = InMemoryCredentialStore()
+            let redirectURI = mock.callbackURL.absoluteString
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL { try await Self.followInBrowser(url) }
+            let provider = OpenIDProvider(
+                configuration: .init(issuer: issuer, clientID: "my-app", validation: .init(algorithms: [.es256])))
+
+            // sample-begin: provider-named
+            let manager = SessionManager(
+                configuration: .init(store: store, providers: [Provider(id: "id.example", openID: provider)]))
+            let session = try await manager.signIn(
+                through: "id.example",
+                openID: {
+                    let request = try await provider.authorizationRequest(
+                        redirectURI: redirectURI, scope: "openid profile")
+                    let callback = try await openInBrowser(request.url)
+                    return try await provider.signIn(code: request.authorizationCode(from: callback), for: request)
+                })
+            // sample-end: provider-named
+
+            #expect(await store.load(for: session.account)?.provider == "id.example", "the record names it")
+            try await session.refreshTokens()
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
+            #expect(try #require(await manager.signOut()).refreshTokenRevocation == .succeeded)
         }
     }
 
@@ -146,13 +179,73 @@ import Testing
             #expect(session.account.subject == "alice")
 
             // sample-begin: openid-sign-out
+            // Registered for the client; the provider redirects there, and nothing needs to listen.
+            let postLogoutRedirectURI = "http://127.0.0.1/signed-out"
             let report = await manager.signOut(
-                options: SignOutOptions(
-                    openIDLogout: .calling(provider, postLogoutRedirectURI: mock.callbackURL.absoluteString)))
-            print(report?.providerLogout ?? .notRequested)  // succeeded, failed (…), unanswered…
+                options: SignOutOptions(openIDLogout: .calling(provider, postLogoutRedirectURI: postLogoutRedirectURI)))
+            print(report?.providerLogout ?? .notRequested)  // succeeded: the provider answered with that redirect
             // sample-end: openid-sign-out
             #expect(report?.providerLogout == .succeeded)
+            #expect(report?.refreshTokenRevocation == .succeeded)
             #expect(mock.endSessions.map(\.user) == ["alice"])
+            #expect(mock.endSessions.map(\.postLogoutRedirectURI) == [postLogoutRedirectURI])
+        }
+    }
+
+    /// The OpenID Connect article's other way to wire a provider: the manager's default.
+    @Test func openIDConnectDefaultProvider() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app", openID: true)) { mock in
+            try mock.addUser("alice")
+            try mock.approveNextAuthorization(as: "alice")
+            let issuerURL = try #require(URL(string: mock.issuer))
+            let store = InMemoryCredentialStore()
+            let redirectURI = mock.callbackURL.absoluteString
+            @Sendable func openInBrowser(_ url: URL) async throws -> URL { try await Self.followInBrowser(url) }
+            let provider = OpenIDProvider(
+                configuration: .init(issuer: issuerURL, clientID: "my-app", validation: .init(algorithms: [.es256])))
+
+            // sample-begin: provider-default
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: provider, revoker: provider))
+            let session = try await manager.signIn(openID: {
+                let request = try await provider.authorizationRequest(redirectURI: redirectURI, scope: "openid profile")
+                let callback = try await openInBrowser(request.url)
+                return try await provider.signIn(code: request.authorizationCode(from: callback), for: request)
+            })
+            // sample-end: provider-default
+
+            #expect(session.account.subject == "alice")
+            #expect(await store.load(for: session.account)?.provider == nil, "the default keeps no name")
+            try await session.refreshTokens()
+            #expect(mock.tokenRequestCount(grant: .refreshToken) == 1)
+            #expect(try #require(await manager.signOut()).refreshTokenRevocation == .succeeded)
+        }
+    }
+
+    /// SessionManager's overview: the calls in the order an app makes them.
+    @Test func sessionManagerOverview() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: "my-app")) { mock in
+            try mock.addUser("alice")
+            let oauth = mock.makeClient()
+            let store = InMemoryCredentialStore()
+            let account = Account(issuer: mock.issuer, subject: "alice")
+            let tokens = try mock.issueTokens(for: "alice")
+
+            // sample-begin: session-manager-overview
+            let manager = SessionManager(
+                configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            await manager.restore()  // first, before anything signs in or sends
+
+            let session = try await manager.signIn(account, tokens: tokens)
+            // … requests through `session`, results committed to registered containers …
+            let report = await manager.signOut()  // detach, clear, cancel, revoke, purge; nil: nobody to sign out
+            let left = await manager.finishPendingWork(within: .seconds(5))  // before the process exits
+            // sample-end: session-manager-overview
+
+            #expect(!session.isActive)
+            #expect(report?.refreshTokenRevocation == .succeeded)
+            #expect(report?.isPurgeComplete == true)
+            #expect(left.isEmpty)
         }
     }
 
@@ -313,6 +406,7 @@ import Testing
             let credentials = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: credentials) }
             let profileURL = mock.userInfoEndpoint
+            let issuer = mock.issuer
             let shown = Locked<Int>(0)
             // The browser: follows the sign-in to the listener's redirect and shows its page.
             @Sendable func openInBrowser(_ url: URL) async throws {
@@ -323,18 +417,26 @@ import Testing
             }
 
             // sample-begin: command-line-sign-in
+            struct Me: Decodable { let user: String }  // what your API's "me" endpoint answers
+
             let store = try FileCredentialStore(directory: credentials)
             let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
             await manager.restore()
-            if manager.current == nil {
-                try await manager.signIn(account) {
+            let session: UserSession
+            if let restored = manager.current {
+                session = restored  // signed in on an earlier run: no browser
+            } else {
+                session = try await manager.signIn {
                     try await oauth.authorizeInBrowser(scope: "profile") { url in
                         print("Sign in at \(url)")  // the listener already waits on 127.0.0.1
                         try await openInBrowser(url)
                     }
+                } identify: { provisional in
+                    // No ID token came with the grant: your API says whose tokens these are.
+                    let (data, _) = try await provisional.data(for: URLRequest(url: profileURL))
+                    return Account(issuer: issuer, subject: try JSONDecoder().decode(Me.self, from: data).user)
                 }
             }
-            let session = try #require(manager.current)
             let (profile, _) = try await session.data(for: URLRequest(url: profileURL))
             print(String(decoding: profile, as: UTF8.self))
             // sample-end: command-line-sign-in
@@ -347,34 +449,69 @@ import Testing
             #expect(shown.withLock { $0 } == 200, "the browser saw the listener's page")
             #expect(String(decoding: profile, as: UTF8.self) == #"{"user":"alice"}"#)
             #expect(left.isEmpty)
-            #expect(try await store.load(for: account)?.refreshToken != nil, "the next run restores without a browser")
+            #expect(session.account == account, "the account came from the API")
+            #expect(try await store.load(for: account)?.refreshToken != nil)
             session.end()
+            // The next run restores without a browser.
+            let next = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
+            await next.restore()
+            #expect(next.current?.account == account)
+            #expect(mock.tokenRequestCount(grant: .authorizationCode) == 1)
+            next.current?.end()
         }
     }
 
     /// Seeing what happened: the stream turned on as the article shows, written as JSON lines that
     /// `sessionkit timeline` reads.
     @Test func diagnosticsTurnedOnAsTheArticleShows() async throws {
-        let written = Lock<[String]>([])
+        let folder = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let eventsFile = folder.appendingPathComponent("app-events.jsonl")
         let store = InMemoryCredentialStore()
         let oauth = ScriptedTokenEndpoint { _, call in
             TokenSet(accessToken: "at-\(call)", refreshToken: "rt-\(call)", lifetime: .seconds(3600))
         }
         let account = Account(issuer: "https://id.example", subject: "alice")
         // sample-begin: diagnostics-on
+        try Data().write(to: eventsFile)  // a new, empty file
+        let events = try FileHandle(forWritingTo: eventsFile)  // what `sessionkit timeline` reads
         var sessions = UserSession.Configuration()
         sessions.diagnostics = .lines(level: .info, format: .jsonLines) { line in
-            written.withLock { $0.append(line) }  // or leave `write` out: standard error
+            events.write(Data((line + "\n").utf8))  // or leave `write` out: standard error
         }
         let manager = SessionManager(
             configuration: .init(store: store, tokenEndpoint: oauth, sessionConfiguration: sessions))
         // sample-end: diagnostics-on
         let session = try await manager.signIn(account, tokens: TokenSet(accessToken: "at-0", refreshToken: "rt-0"))
         try await session.refreshTokens()
-        sessions.diagnostics?.flush()
-        let events = written.withLock { $0 }.compactMap(DiagnosticEvent.init(jsonLine:))
-        #expect(events.map(\.kind).contains(.refreshSucceeded))
-        #expect(events.allSatisfy { $0.level >= .info })
+        // sample-begin: diagnostics-flush
+        sessions.diagnostics?.flush()  // before reading the file, or exiting: every event emitted so far is written
+        // sample-end: diagnostics-flush
+        try events.close()
+        let text = try String(contentsOf: eventsFile, encoding: .utf8)
+        #expect(text.hasSuffix("\n"), "each line ends in a newline")
+        let lines = text.split(separator: "\n").map(String.init)
+        let read = lines.compactMap(DiagnosticEvent.init(jsonLine:))
+        #expect(read.count == lines.count, "every line is an event")
+        #expect(read.map(\.kind).contains(.refreshSucceeded))
+        #expect(read.allSatisfy { $0.level >= .info })
+        session.end()
+    }
+
+    /// Seeing What Happened's table names every kind of event once, with the levels it is emitted at.
+    @Test func theDiagnosticsTableNamesEveryKindWithItsLevel() throws {
+        let document = try String(
+            contentsOf: Self.root.appendingPathComponent("Sources/SessionKit/SessionKit.docc/SeeingWhatHappened.md"),
+            encoding: .utf8)
+        let rows = document.components(separatedBy: "\n").filter { $0.hasPrefix("| `") }
+        let cells = rows.map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let kinds = cells.flatMap { $0[0].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        #expect(kinds.sorted() == DiagnosticEvent.Kind.allCases.map { "`\($0.rawValue)`" }.sorted())
+        let levels = Set(DiagnosticEvent.Level.allCases.map(\.description))
+        for row in cells {
+            let named = row[1].split(whereSeparator: { !$0.isLetter }).map(String.init).filter(levels.contains)
+            #expect(!named.isEmpty && row[1].hasPrefix(named[0]), "\(row[0]) gives its level first")
+        }
     }
 
     // MARK: - The documents show this code
@@ -385,13 +522,17 @@ import Testing
         (
             "Sources/SessionKit/SessionKit.docc/GettingStarted.md",
             [
-                "getting-started-setup", "getting-started-sign-in", "getting-started-request",
+                "getting-started-setup", "getting-started-sign-in", "provider-named", "getting-started-request",
                 "getting-started-sign-out", "getting-started-exit",
             ]
         ),
         ("Sources/SessionKit/SessionKit.docc/SeveralAccounts.md", ["several-providers"]),
-        ("Sources/SessionKit/SessionKit.docc/SeeingWhatHappened.md", ["diagnostics-on"]),
-        ("Sources/SessionKit/SessionKit.docc/OpenIDConnect.md", ["openid-sign-in", "openid-sign-out"]),
+        ("Sources/SessionKit/SessionKit.docc/SeeingWhatHappened.md", ["diagnostics-on", "diagnostics-flush"]),
+        (
+            "Sources/SessionKit/SessionKit.docc/OpenIDConnect.md",
+            ["openid-sign-in", "provider-default", "openid-sign-out"]
+        ),
+        ("Sources/SessionKit/SessionKit.docc/SessionManager.md", ["session-manager-overview"]),
         (
             "Sources/SessionKit/SessionKit.docc/SigningInFromACommandLine.md",
             ["command-line-sign-in", "command-line-exit"]
@@ -402,10 +543,13 @@ import Testing
         ),
     ]
 
+    /// The repository's root, from this file's path.
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
     @Test(arguments: CodeSamplesTests.documents.map(\.path))
     func documentShowsTheTestedCode(_ path: String) throws {
-        let root = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = Self.root
         let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
         let document = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
         let expected = try #require(Self.documents.first { $0.path == path }).samples

@@ -92,7 +92,41 @@
             }
         }
 
+        /// The item's secret, read with `secret-tool`, holds what the table in Getting Started says, in every
+        /// configuration (`StoredCredentialsTests` reads the other stores).
+        @Test(arguments: StoredCredentialsTests.Configuration.all)
+        func aRecordHoldsWhatTheTableSaysAndNothingMore(_ configuration: StoredCredentialsTests.Configuration)
+            async throws
+        {
+            try await TemporaryDirectory.with { directory in
+                let service = Self.uniqueService()
+                let lock =
+                    configuration.settings.contains(.sharedStore)
+                    ? CrossProcessLock(file: directory.appendingPathComponent(".refresh.lock")) : nil
+                let store = SecretServiceCredentialStore(service: service, refreshLock: lock)
+                do {
+                    try await StoredCredentialsTests.check(store: store, configuration) {
+                        try Self.keyringSecret(service: service, key: StoredCredentialsTests.account.storageKey)
+                    }
+                } catch {
+                    try? await store.deleteAll()
+                    throw error
+                }
+                try await store.deleteAll()
+            }
+        }
+
         // MARK: - The keyring, seen from outside
+
+        /// The secret of the item of `key`, as `secret-tool lookup` prints it; `nil` when there is none.
+        static func keyringSecret(service: String, key: String) throws -> Data? {
+            let tool = try #require(
+                ChildProcess.tool("secret-tool"), "secret-tool is missing (Debian: libsecret-tools)")
+            let lookup = try ChildProcess(tool, ["lookup", "service", service, "account", key])
+            // The output is the (test) secret: parse it, never print it.
+            let (output, status) = lookup.finish()
+            return status == 0 && !output.isEmpty ? Data(output.utf8) : nil
+        }
 
         /// The `account` attribute of every item of `service`, as `secret-tool search --all` lists them.
         static func keyringAccountKeys(service: String) throws -> [String] {

@@ -2,9 +2,11 @@ import Foundation
 
 /// What a ``CredentialStore`` keeps for one account: the least a restore after a restart needs.
 ///
-/// By default that is the refresh token, the scope and the token type; the access token is kept in memory
-/// only. An app that must make requests offline right after launch can opt in to storing the access token
-/// with its wall-clock expiry. Passwords are never stored.
+/// By default that is the refresh token, the scope and the token type; the access token and the ID token are kept
+/// in memory only. ``UserSession/Configuration/storesAccessToken`` (requests offline right after launch) and a
+/// store shared between processes add the access token with its wall-clock expiry;
+/// ``UserSession/Configuration/storesIDToken`` adds the ID token; DPoP-bound tokens add their key. The table in
+/// <doc:GettingStarted#What-is-stored> is the whole list. Passwords are never stored.
 ///
 /// - Important: The description redacts every token.
 public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConvertible {
@@ -17,7 +19,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     public var account: Account
     /// The refresh token, if the server issued one.
     public var refreshToken: String?
-    /// The access token, only when the app opted in to storing it.
+    /// The access token, only when the app opted in to storing it or the store is shared between processes.
     public var accessToken: String?
     /// When the stored access token expires, on the wall clock (the only clock that survives a restart).
     public var accessTokenExpiresAt: Date?

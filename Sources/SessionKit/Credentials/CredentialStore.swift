@@ -46,8 +46,9 @@ public protocol CredentialStore: Sendable {
     /// With a lock, a session holds it around "re-read the stored record, refresh if it still needs it, store", and
     /// uses the tokens another process stored meanwhile instead of refreshing; a record that is gone means the
     /// account was signed out elsewhere, and the session ends. A process that deletes a record announces it beside
-    /// the lock (`<lock file>-changes`), and every ``SessionManager`` on the store checks its sessions then. Sharing the access token between processes means
-    /// storing it: with a lock, refreshed records hold the access token and its expiry too.
+    /// the lock (`<lock file>-changes`), and every ``SessionManager`` on the store checks its sessions then. Sharing
+    /// the access token between processes means storing it: with a lock, refreshed records hold the access token and
+    /// its expiry too (the ID token only with ``UserSession/Configuration/storesIDToken``).
     var refreshLock: CrossProcessLock? { get }
 }
 

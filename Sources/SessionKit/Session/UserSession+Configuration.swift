@@ -12,7 +12,8 @@ extension UserSession {
         public var retryPolicy: RetryPolicy
         /// The byte bound of the session's private response cache; `0` disables caching.
         public var cacheMaximumBytes: Int
-        /// Whether the access token is written to the credential store too (off: it stays in memory only).
+        /// Whether the access token is written to the credential store too (off: it stays in memory only, unless the
+        /// store is shared between processes, which stores it for the others to use).
         public var storesAccessToken: Bool
         /// Whether the OpenID Connect ID token is written to the credential store (off: it stays in memory, and a
         /// sign-out after a restart has no `id_token_hint` for the provider's end-session endpoint). Turn it on when

@@ -95,12 +95,17 @@ extension UserSession {
             return (merged, !credentialWritesSealed)
         }
 
-        /// Holds tokens another process stored, if the session is active.
+        /// Holds tokens another process stored, if the session is active, keeping the ID token it holds when the
+        /// record has none.
         ///
         /// - Returns: Whether the session was active (else the tokens are dropped).
         mutating func adopt(_ stored: TokenSet, refreshedBy refresher: TokenRefresher?) -> Bool {
             guard isActive else { return false }
-            hold(stored, refreshedBy: refresher)
+            var adopted = stored
+            // A record holds an ID token only with `storesIDToken`: the one this session signed in with stays the
+            // hint the provider's sign-out names the user by.
+            if adopted.idToken == nil { adopted.idToken = tokens?.idToken }
+            hold(adopted, refreshedBy: refresher)
             return true
         }
 

@@ -146,7 +146,10 @@ extension UserSession {
         configuration.storesAccessToken || vault?.store.refreshLock != nil
     }
 
-    /// The record that stores `tokens` for this session's account.
+    /// The record that stores `tokens` for this session's account: the least the configuration needs, as the
+    /// table in Getting Started says. The refresh token and the DPoP key it is bound to, always; the access token
+    /// only when the app asked for it or other processes adopt it; the ID token only when the app asked for it
+    /// (another process adopting a rotation keeps its own, so sharing the store needs no ID token on disk).
     func record(for tokens: TokenSet, selectedAt: Date?) -> CredentialRecord {
         var expiry: Date?
         let storesAccessToken = storesAccessToken
@@ -158,7 +161,7 @@ extension UserSession {
             refreshToken: tokens.refreshToken,
             accessToken: storesAccessToken ? tokens.accessToken : nil,
             accessTokenExpiresAt: expiry,
-            idToken: storesAccessToken || configuration.storesIDToken ? tokens.idToken : nil,
+            idToken: configuration.storesIDToken ? tokens.idToken : nil,
             scope: tokens.scope,
             tokenType: tokens.tokenType,
             proofKey: tokens.proofKey,

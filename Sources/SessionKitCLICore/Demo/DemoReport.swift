@@ -74,7 +74,8 @@ enum DemoReport {
         }
         lines.append(
             TextLayout.paragraph(
-                "\(results.count) scenarios in \(String(format: "%.1f", elapsed.seconds)) s: the naive code leaked in "
+                "\(DemoSupport.count(results.count, "scenario")) in \(String(format: "%.1f", elapsed.seconds)) s: the "
+                    + "naive code leaked in "
                     + "\(naiveLeaks), SessionKit in \(sessionKitLeaks).")
         )
         return lines.joined(separator: "\n")

@@ -62,9 +62,9 @@ public final class FileCredentialStore: DirectoryBackedCredentialStore {
     ///   - coordinatingProcesses: Whether other processes may use the directory too (an app and its
     ///     extensions, several copies of a tool, a server's workers); `true` unless the app says otherwise. Each
     ///     account's refresh is then single-flight across them, through the lock file `.refresh.lock` in the
-    ///     directory; refreshed records hold the access token too, so the others can use it; and a deletion of a
-    ///     record (a sign-out, a rejected grant) ends that account's sessions in the other processes within
-    ///     milliseconds. Every process must pass the same value. `false` stores no access token and watches
+    ///     directory; refreshed records hold the access token too, so the others can use it (never the ID token
+    ///     unless ``UserSession/Configuration/storesIDToken`` asks); and a deletion of a record (a sign-out, a
+    ///     rejected grant) ends that account's sessions in the other processes within milliseconds. Every process must pass the same value. `false` stores no access token and watches
     ///     nothing: right only when one process at a time opens the directory.
     ///   - lockTimeout: The bound on a wait for the lock (``CrossProcessLock/timeout``).
     /// - Throws: ``SessionError`` `storageFailure` when the directory cannot be created, is not a directory,
