@@ -209,6 +209,17 @@ import Testing
         }
     }
 
+    /// A captured stream is read by people and by `sessionkit timeline`: each level is written by its name, and every
+    /// level reads back as itself.
+    @Test(arguments: zip(DiagnosticEvent.Level.allCases, ["debug", "info", "notice", "warning", "error"]))
+    func everyLevelIsWrittenByItsNameAndReadBack(_ level: DiagnosticEvent.Level, _ name: String) throws {
+        let event = DiagnosticEvent(
+            time: Date(timeIntervalSince1970: 1_800_000_000), level: level, kind: .refreshStarted, account: nil)
+        #expect("\(level)" == name)
+        #expect(event.jsonLine.contains(#""level":"\#(name)""#), "\(event.jsonLine)")
+        #expect(DiagnosticEvent(jsonLine: event.jsonLine) == event)
+    }
+
     @Test func eventsRoundTripThroughJSONLinesAndTheLineSinkKeepsItsLevel() throws {
         let event = DiagnosticEvent(
             time: Date(timeIntervalSince1970: 1_800_000_000.25), level: .warning, kind: .refreshFailed,

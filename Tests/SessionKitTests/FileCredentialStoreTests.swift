@@ -1,7 +1,8 @@
 import Foundation
-import SessionKit
 import SessionKitTesting
 import Testing
+
+@testable import SessionKit
 
 #if canImport(Glibc)
     import Glibc
@@ -54,6 +55,23 @@ import Testing
             #expect(error.code == .storageFailure)
             #expect(error.message.contains("not a directory"))
         }
+    }
+
+    /// The record format on disk is version 1: what this build writes says so, and reads back. Records written by
+    /// the builds before it are version 1 too, so a new number is a deliberate change that comes with a migration,
+    /// never a silent one that turns every stored record "corrupt" at the next launch.
+    @Test func theRecordFormatWrittenIsVersionOne() throws {
+        let account = Account(issuer: "https://id.sessionkit.test", subject: "alice")
+        let record = CredentialRecord(
+            account: account, refreshToken: "refresh-alice", savedAt: Date(timeIntervalSince1970: 0))
+        let data = try CredentialRecordCoding.encode(record)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["version"] as? Int == 1)
+        var earlier = object
+        earlier["version"] = 1
+        let written = try JSONSerialization.data(withJSONObject: earlier)
+        #expect(
+            try CredentialRecordCoding.decode(written, for: account, source: "test").refreshToken == "refresh-alice")
     }
 
     @Test func anUnwritableDirectoryIsAStorageFailure() async throws {

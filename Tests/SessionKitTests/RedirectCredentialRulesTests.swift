@@ -132,6 +132,29 @@ import Testing
         }
     }
 
+    // MARK: - A redirect the session refuses
+
+    /// A redirect the session refuses ends the request with that refusal, for every kind: nothing is sent again
+    /// after it, and the caller gets the typed error. (A handed-off write follows its redirects in a loop of its
+    /// own; a refusal that only left the `switch` there would send the same request for ever.)
+    @Test(arguments: Kind.allCases)
+    func aRefusedRedirectEndsTheRequestWithItsErrorAndSendsNothingMore(_ kind: Kind) async throws {
+        try await LocalServer.withRunning { a in
+            // Every answer sends the request back to the same place: past the hop limit the session refuses.
+            a.route("/loop") { _ in Self.redirect(to: "/loop") }
+            let session = try Self.session(for: kind, binding: .bearer)
+            defer { session.end() }
+
+            let error = try await #require(throws: SessionError.self) {
+                _ = try await kind.send(URLRequest(url: a.url("/loop")), through: session)
+            }
+            #expect(error.code == .malformedResponse)
+            #expect(error.message.contains("more than \(RedirectDecision.maximumHops) times"), "\(error.message)")
+            let sent = a.requests.count
+            #expect(sent == RedirectDecision.maximumHops + 1, "the loop was followed \(sent) times")
+        }
+    }
+
     // MARK: - A → B → B
 
     @Test(arguments: Kind.allCases, Binding.allCases)

@@ -24,6 +24,17 @@ import Testing
         #expect(!policy.retries(status: 503))
     }
 
+    /// The ceiling doubles with each attempt up to 2^30 times the base and stays there (the shift never overflows,
+    /// whatever the attempt number): seen with a base small enough that the maximum delay is not what stops it.
+    @Test func theCeilingStopsDoublingAfterThirtyDoublings() {
+        let policy = RetryPolicy(
+            maximumAttempts: .max, baseDelay: .nanoseconds(1), maximumDelay: .seconds(100), usesJitter: false)
+        #expect(policy.delay(beforeAttempt: 3, random: 0) == .nanoseconds(2))
+        #expect(policy.delay(beforeAttempt: 32, random: 0) == .nanoseconds(1 << 30))
+        #expect(policy.delay(beforeAttempt: 33, random: 0) == .nanoseconds(1 << 30))
+        #expect(policy.delay(beforeAttempt: .max, random: 0) == .nanoseconds(1 << 30))
+    }
+
     @Test func fullJitterDrawsBelowTheDoublingCeiling() {
         let policy = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(100), maximumDelay: .seconds(10))
         #expect(policy.delay(beforeAttempt: 2, random: 0) == .zero)
