@@ -37,6 +37,28 @@ import Testing
         }
     }
 
+    /// A change watcher that stops closes what it opened (its inotify descriptor and stop pipe): a process that
+    /// makes and drops managers on a shared store does not run out of descriptors. Twenty watchers would leak twenty;
+    /// a few descriptors of slack absorb whatever else the process opens meanwhile.
+    @Test func aStoppedChangeWatcherClosesItsDescriptors() async throws {
+        #if os(Linux)
+            try await TemporaryDirectory.with { root in
+                let store = try FileCredentialStore(directory: root.appendingPathComponent("credentials"))
+                let lock = try #require(store.refreshLock)
+                let open: @Sendable () -> Int = {
+                    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+                }
+                let before = open()
+                for _ in 0..<20 {
+                    let watcher = try #require(StoreChangeWatcher(lock: lock) {})
+                    watcher.stop()
+                }
+                let closed = await eventually(within: .seconds(30)) { open() <= before + 5 }
+                #expect(closed, "descriptors left open: \(open() - before)")
+            }
+        #endif
+    }
+
     @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("shared")

@@ -568,6 +568,8 @@ func temporaryDirectory() throws -> URL {
             let kept = manager.restoreKeptOutbox(for: alice)
             let refused = await #expect(throws: SessionError.self) { try await kept.flush(using: bobSession) }
             #expect(refused?.code == .invalidInput)
+            // The error says which rule refused it, so the app's log explains the refusal.
+            #expect(refused?.message == "an outbox is replayed only by a session of its own account")
             #expect(server.requests.isEmpty)
 
             let aliceAgain = try await manager.signIn(alice, tokens: tokens("alice-2"))

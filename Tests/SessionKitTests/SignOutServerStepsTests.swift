@@ -214,6 +214,33 @@ final class PerKindRevoker: TokenRevoker {
         #expect(event?.level == .warning)
     }
 
+    /// A server step the bound cut short is cancelled and left behind: its work hears the cancellation rather than
+    /// running on after the report was given.
+    @Test func aServerStepTheBoundCutShortIsCancelled() async throws {
+        let clock = ManualClock()
+        let revoker = PerKindRevoker()
+        let (manager, _) = Self.recordedManager(revoker, clock: clock)
+        try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
+        let arrived = Gate()
+        let cancelled = Lock(false)
+        var options = SignOutOptions(serverTimeout: .seconds(5))
+        options.terminateServerSession = { _ in
+            await arrived.wait()
+            // Waits for ever unless cancelled: a step left running past its bound would never end.
+            do { try await Task.sleep(for: .seconds(86_400)) } catch { cancelled.withLock { $0 = true } }
+        }
+
+        let signOut = Task { await manager.signOut(options: options) }
+        await arrived.waitForArrivals(1)
+        arrived.open()
+        await eventually { clock.sleepers >= 1 }
+        clock.advance(by: .seconds(5))
+        let report = try #require(await signOut.value)
+        #expect(report.serverSession == .unanswered)
+        let heard = await eventually(within: .seconds(30)) { cancelled.withLock { $0 } }
+        #expect(heard, "the backend step went on running after its bound")
+    }
+
     /// A revocation the bound passed before it could be sent is never sent afterwards, and says so.
     @Test func aRevocationTheBoundPassedBeforeItCouldBeSentIsNeverSent() async throws {
         let clock = ManualClock()
