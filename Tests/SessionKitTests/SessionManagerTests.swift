@@ -563,6 +563,10 @@ func temporaryDirectory() throws -> URL {
             _ = try await manager.signIn(alice, tokens: tokens("alice"))
             try manager.outbox(for: alice).enqueue(post(server, "/comment", body: "alice's comment"))
             await manager.signOut(options: SignOutOptions(revokeRefreshToken: false, keepsOutbox: true))
+            // The kept outbox holds alice's unsent writes: its folder is private to this user, as hers was.
+            let keptFolder = root.appendingPathComponent("kept-outbox").path
+            let mode = try FileManager.default.attributesOfItem(atPath: keptFolder)[.posixPermissions] as? Int
+            #expect(mode == 0o700, "kept-outbox is \(String(mode ?? 0, radix: 8))")
 
             let bobSession = try await manager.signIn(bob, tokens: tokens("bob"))
             let kept = manager.restoreKeptOutbox(for: alice)
