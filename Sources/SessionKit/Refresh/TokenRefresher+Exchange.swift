@@ -82,13 +82,19 @@ extension TokenRefresher {
         String, SessionError
     > {
         var attempt = 1
+        // Whether the tokens are bound to a key, read once with the refresh token: a sign-out that ends the session
+        // between the check below and the read of the key takes the key with it, and a bound refresh token is never
+        // sent without its proof (the server would refuse it, and it would be a request after the end).
+        let bound = session.tokens?.proofKey != nil
         while true {
             guard !Task.isCancelled, session.isActive else {
                 return .failure(.endedDuringRefresh)
             }
+            let proofKey = session.tokens?.proofKey
+            if bound, proofKey == nil { return .failure(.endedDuringRefresh) }
             do {
                 let tokens = try await endpoint.refresh(
-                    using: refreshToken, for: session.account, proofKey: session.tokens?.proofKey)
+                    using: refreshToken, for: session.account, proofKey: proofKey)
                 // Commit in one step that first checks the session is still active; then wait for the store
                 // write, so no waiter resumes before the rotated refresh token is durable.
                 switch session.commitRefreshed(tokens) {
