@@ -109,7 +109,7 @@ extension SessionManager {
     ///   storage error; `invalidInput` for a provider that is not configured (checked before `authenticate` runs)
     ///   or is of another issuer than the account. While another account is current the state goes back to it;
     ///   otherwise it becomes ``SessionState/failed(_:)`` with the very error thrown (``SessionState/signedOut``
-    ///   for a cancellation, ``SessionState/userCancelled`` for `userCancelled`).
+    ///   for a cancellation or a `userCancelled` error).
     @discardableResult
     public func signIn(
         through provider: Provider.ID? = nil,

@@ -77,9 +77,28 @@ extension UserSession {
     /// - Returns: The pending store write, or `nil` when nothing is written.
     @discardableResult
     func markSelected(at date: Date) -> Task<(any Error)?, Never>? {
-        lifetime.withLock { lifetime in
-            guard let tokens = lifetime.select(at: date) else { return nil }
-            return vault?.enqueueSave(record(for: tokens, selectedAt: date))
+        let (write, written) = lifetime.withLock { lifetime -> (Task<(any Error)?, Never>?, String?) in
+            guard let tokens = lifetime.select(at: date) else { return (nil, nil) }
+            return (vault?.enqueueSave(record(for: tokens, selectedAt: date)), tokens.refreshToken)
+        }
+        guard let write else { return nil }
+        // The record is written whole, with the session's tokens of that moment: once it lands, the store holds that
+        // refresh token, not one an earlier refused rotation had left there, and a rejected grant's deletion must
+        // recognise it.
+        return Task {
+            let error = await write.value
+            if error == nil, let written { self.noteStored(refreshToken: written) }
+            return error
+        }
+    }
+
+    /// Records that the store now holds `refreshToken` for this session: nothing is left behind if it is the
+    /// session's current one; otherwise it is the retired token the record holds.
+    func noteStored(refreshToken: String) {
+        if tokens?.refreshToken == refreshToken {
+            storedPendingRotation()
+        } else {
+            refreshTokenLeftInStore.withLock { $0 = refreshToken }
         }
     }
 
