@@ -43,29 +43,36 @@ struct MockOpenIDIssuer: Sendable {
         return JSONValue.object(["keys": .array([.object(jwk)])]).serialized
     }
 
-    /// The discovery document (OpenID Connect Discovery 1.0 §3), naming the mock's endpoints under the issuer.
-    var discoveryJSON: String {
+    /// What the discovery document and the RFC 8414 metadata (§2) both say: the OAuth endpoints under the issuer.
+    private var oauthMembers: [String: JSONValue] {
         func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
-        func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
-        var members: [String: JSONValue] = [
+        return [
             "issuer": .string(issuer),
             "authorization_endpoint": endpoint("/authorize"),
             "token_endpoint": endpoint("/token"),
             "jwks_uri": endpoint("/jwks"),
-            "userinfo_endpoint": endpoint("/userinfo"),
             "revocation_endpoint": endpoint("/revoke"),
             "device_authorization_endpoint": endpoint("/device"),
-            "end_session_endpoint": endpoint("/logout"),
-            "id_token_signing_alg_values_supported": strings(["ES256"]),
-            "scopes_supported": strings(["openid", "profile", "offline_access"]),
-            "response_types_supported": strings(["code"]),
-            "subject_types_supported": strings(["public"]),
-            "grant_types_supported": strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
-            "code_challenge_methods_supported": strings(["S256"]),
-            "token_endpoint_auth_methods_supported": strings(["none"]),
-            "claims_supported": strings(["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"]),
+            "response_types_supported": Self.strings(["code"]),
+            "grant_types_supported": Self.strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
+            "code_challenge_methods_supported": Self.strings(["S256"]),
         ]
-        if dpop { members["dpop_signing_alg_values_supported"] = strings(["ES256"]) }
+    }
+
+    private static func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
+
+    /// The discovery document (OpenID Connect Discovery 1.0 §3), naming the mock's endpoints under the issuer.
+    var discoveryJSON: String {
+        var members = oauthMembers
+        members["userinfo_endpoint"] = .string(issuer + "/userinfo")
+        members["end_session_endpoint"] = .string(issuer + "/logout")
+        members["id_token_signing_alg_values_supported"] = Self.strings(["ES256"])
+        members["scopes_supported"] = Self.strings(["openid", "profile", "offline_access"])
+        members["subject_types_supported"] = Self.strings(["public"])
+        members["token_endpoint_auth_methods_supported"] = Self.strings(["none"])
+        members["claims_supported"] = Self.strings(
+            ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"])
+        if dpop { members["dpop_signing_alg_values_supported"] = Self.strings(["ES256"]) }
         if revocationListing != .discoveryAndAuthorizationServerMetadata { members["revocation_endpoint"] = nil }
         return JSONValue.object(members).serialized
     }
@@ -73,19 +80,7 @@ struct MockOpenIDIssuer: Sendable {
     /// The RFC 8414 authorization server metadata (§2): the OAuth endpoints under the issuer, the revocation
     /// endpoint unless ``revocationListing`` says it is nowhere.
     var authorizationServerMetadataJSON: String {
-        func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
-        func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
-        var members: [String: JSONValue] = [
-            "issuer": .string(issuer),
-            "authorization_endpoint": endpoint("/authorize"),
-            "token_endpoint": endpoint("/token"),
-            "jwks_uri": endpoint("/jwks"),
-            "revocation_endpoint": endpoint("/revoke"),
-            "device_authorization_endpoint": endpoint("/device"),
-            "response_types_supported": strings(["code"]),
-            "grant_types_supported": strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
-            "code_challenge_methods_supported": strings(["S256"]),
-        ]
+        var members = oauthMembers
         if revocationListing == .nowhere { members["revocation_endpoint"] = nil }
         return JSONValue.object(members).serialized
     }
