@@ -156,19 +156,30 @@ final class PerKindRevoker: TokenRevoker {
         }
     }
 
-    @Test func aHungBackendStepHoldsTheAccessTokensRevocationForHalfTheBoundAtMost() async throws {
+    /// Alice signs out on a manual clock while the app's backend step hangs: returns once the backend step has
+    /// arrived, the refresh token's revocation is done, and the backend's deadline (5 s) and the access revocation's
+    /// wait (2.5 s) are on the clock.
+    private func signingOutWithAHungBackend(
+        _ revoker: PerKindRevoker
+    ) async throws -> (
+        manager: SessionManager, recorder: DiagnosticsTests.Recorder, clock: ManualClock,
+        signOut: Task<SignOutReport?, Never>, hung: Gate
+    ) {
         let clock = ManualClock()
-        let revoker = PerKindRevoker()
         let (manager, recorder) = Self.recordedManager(revoker, clock: clock)
         try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
         var options = both
         let hung = Gate()
         options.terminateServerSession = { _ in await hung.wait() }
-
         let signOut = Task { await manager.signOut(options: options) }
         await hung.waitForArrivals(1)
-        // The backend step's deadline (5 s) and the access revocation's wait (2.5 s) are on the clock.
         await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
+        return (manager, recorder, clock, signOut, hung)
+    }
+
+    @Test func aHungBackendStepHoldsTheAccessTokensRevocationForHalfTheBoundAtMost() async throws {
+        let revoker = PerKindRevoker()
+        let (_, recorder, clock, signOut, _) = try await signingOutWithAHungBackend(revoker)
         #expect(revoker.tokens(.accessToken).isEmpty)
         clock.advance(by: .milliseconds(2499))
         #expect(revoker.arrived.withLock { $0 } == ["refresh-alice"], "sent before half the bound")
@@ -188,17 +199,8 @@ final class PerKindRevoker: TokenRevoker {
     /// What the report says of a revocation the bound cut short is what is known: sent and not answered (the server
     /// may have acted on it), never a bare "timed out" that reads as if nothing reached it.
     @Test func aRevocationSentButNotAnsweredWithinTheBoundIsReportedAsSuch() async throws {
-        let clock = ManualClock()
         let revoker = PerKindRevoker(gates: [.accessToken: Gate()])
-        let (manager, recorder) = Self.recordedManager(revoker, clock: clock)
-        try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
-        var options = both
-        let hung = Gate()
-        options.terminateServerSession = { _ in await hung.wait() }
-
-        let signOut = Task { await manager.signOut(options: options) }
-        await hung.waitForArrivals(1)
-        await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
+        let (_, recorder, clock, signOut, _) = try await signingOutWithAHungBackend(revoker)
         clock.advance(by: .milliseconds(2500))
         let sent = await eventually(within: .seconds(60)) { revoker.arrived.withLock { $0 }.contains("token-alice") }
         #expect(sent, "the access token's revocation reached the revoker at half the bound")
@@ -243,17 +245,8 @@ final class PerKindRevoker: TokenRevoker {
 
     /// A revocation the bound passed before it could be sent is never sent afterwards, and says so.
     @Test func aRevocationTheBoundPassedBeforeItCouldBeSentIsNeverSent() async throws {
-        let clock = ManualClock()
         let revoker = PerKindRevoker()
-        let (manager, _) = Self.recordedManager(revoker, clock: clock)
-        try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
-        var options = both
-        let hung = Gate()
-        options.terminateServerSession = { _ in await hung.wait() }
-
-        let signOut = Task { await manager.signOut(options: options) }
-        await hung.waitForArrivals(1)
-        await eventually { !revoker.tokens(.refreshToken).isEmpty && clock.sleepers >= 2 }
+        let (manager, _, clock, signOut, hung) = try await signingOutWithAHungBackend(revoker)
         // Half the bound and the whole bound pass in one step: the access revocation wakes after its deadline.
         clock.advance(by: .seconds(5))
 
