@@ -786,8 +786,12 @@ final class ScheduleRun: Sendable {
     /// The binding is read before the value: between checks, bindings change only to `nil` (a sign-out or a
     /// rejected refresh in the background), which empties the value, so a value read afterwards was committed
     /// under the binding read.
+    ///
+    /// Which sessions had ended is read before both: a session that ends in the background after the value was
+    /// read (a rejected refresh) did not end before the commit, and its container is emptied by the next check.
     private func checkContainer(at label: String) {
-        for (ordinal, record) in model.state.withLock({ $0.sessions }) where record.containerCleared {
+        let sessions = model.state.withLock { $0.sessions }
+        for (ordinal, record) in sessions where record.containerCleared {
             if let value = record.screen.value {
                 model.violation(
                     "the screen of #\(ordinal) shows call \(value.call)'s data, committed after #\(ordinal) ended",
@@ -796,7 +800,7 @@ final class ScheduleRun: Sendable {
         }
         let bound = container.session
         guard let value = container.value else { return }
-        guard let owner = model.record(value.session) else {
+        guard let owner = sessions[value.session] ?? model.record(value.session) else {
             model.violation("the container holds data of a session the schedule never made", at: label)
             return
         }
