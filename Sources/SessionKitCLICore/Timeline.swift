@@ -34,6 +34,9 @@ enum Timeline {
         case .refreshStarted: return "refresh started\(cause)"
         case .refreshJoined: return "joined the refresh in flight\(cause)"
         case .refreshSucceeded: return "refresh succeeded in \(field("milliseconds")) ms\(cause)"
+        case .refreshAdopted:
+            return
+                "adopted the tokens another process refreshed, after \(field("milliseconds")) ms\(cause); nothing sent"
         case .refreshFailed:
             return "refresh failed: \(field("code")) after \(field("milliseconds")) ms\(cause); still signed in"
         case .refreshRejected:
@@ -54,7 +57,10 @@ enum Timeline {
         case .storageFailed: return "credentials could not be stored: \(field("code")); kept in memory"
         case .storedAfterRetry: return "credentials stored once the store opened"
         case .signOutStep: return "sign-out step \(field("step")): \(field("outcome"))"
-        case .crossProcessNotice: return "another process changed the shared store"
+        case .crossProcessNotice:
+            return event.fields["from"] == "this_process"
+                ? "this process announced a change to the shared store"
+                : "another process changed the shared store"
         case .crossProcessReconciled:
             return
                 "sessions checked against the shared store: \(field("ended")) of \(field("checked")) found signed out"
@@ -64,6 +70,8 @@ enum Timeline {
             return "redirect \(field("status")) from \(field("from")) to \(field("to")): credentials withheld"
         case .redirectRefused:
             return "redirect \(field("status")) from \(field("from")) to \(field("to")) refused: \(field("code"))"
+        case .dpopNonceRetry:
+            return "the \(field("endpoint")) at \(field("origin")) asked for a DPoP nonce; sent once more with it"
         }
     }
 

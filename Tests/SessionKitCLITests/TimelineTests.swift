@@ -83,4 +83,50 @@ import Testing
             #expect(await CapturedConsole().run(["timeline", "--color"]) == .usage)
         }
     }
+
+    /// Two managers sharing a store and one events file (`Diagnostics.file(at:)`), as two processes of one app do:
+    /// the first refreshes, the second adopts that refresh, the first signs out. Once each has called
+    /// `finishPendingWork`, `sessionkit timeline` reads the file and tells that story, in words.
+    @Test func twoManagersWritingOneFileReadAsOneStory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("events.jsonl")
+        let store = InMemoryCredentialStore(
+            refreshLock: CrossProcessLock(file: directory.appendingPathComponent(".refresh.lock")))
+        let endpoint = ScriptedTokenEndpoint { _, call in
+            TokenSet(accessToken: "at-\(call)", refreshToken: "rt-\(call)", lifetime: .seconds(3600))
+        }
+        func manager() throws -> SessionManager {
+            SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: endpoint,
+                    sessionConfiguration: .init(diagnostics: try .file(at: file, level: .debug))))
+        }
+        let (first, second) = (try manager(), try manager())
+        let tokens = TokenSet(accessToken: "at-0", refreshToken: "rt-0", lifetime: .seconds(3600))
+        let one = try await first.signIn(Self.alice, tokens: tokens)
+        let two = try await second.signIn(Self.alice, tokens: tokens)
+        try await one.refreshTokens()
+        try await two.refreshTokens()
+        #expect(endpoint.count == 1)
+        await first.signOut()
+        await first.finishPendingWork(within: .seconds(5))
+        await second.finishPendingWork(within: .seconds(5))
+
+        let console = CapturedConsole()
+        #expect(await console.run(["timeline", file.path]) == .ok)
+        let expected = [
+            "refresh started (forced)", "refresh succeeded in",
+            "adopted the tokens another process refreshed, after", "sign-out step credential_deletion: succeeded",
+        ]
+        var remaining = expected[...]
+        for line in console.output.split(separator: "\n") where remaining.first.map(line.contains) == true {
+            remaining = remaining.dropFirst()
+        }
+        #expect(remaining.isEmpty, "missing: \(Array(remaining))\n\(console.output)")
+        #expect(console.output.components(separatedBy: "refresh started").count == 2, "one refresh was sent")
+        #expect(!console.output.contains("at-1") && !console.output.contains("rt-1"))
+        _ = two
+    }
 }

@@ -473,21 +473,16 @@ import Testing
         }
         let account = Account(issuer: "https://id.example", subject: "alice")
         // sample-begin: diagnostics-on
-        try Data().write(to: eventsFile)  // a new, empty file
-        let events = try FileHandle(forWritingTo: eventsFile)  // what `sessionkit timeline` reads
         var sessions = UserSession.Configuration()
-        sessions.diagnostics = .lines(level: .info, format: .jsonLines) { line in
-            events.write(Data((line + "\n").utf8))  // or leave `write` out: standard error
-        }
+        sessions.diagnostics = try .file(at: eventsFile)  // JSON lines, appended; what `sessionkit timeline` reads
         let manager = SessionManager(
             configuration: .init(store: store, tokenEndpoint: oauth, sessionConfiguration: sessions))
         // sample-end: diagnostics-on
         let session = try await manager.signIn(account, tokens: TokenSet(accessToken: "at-0", refreshToken: "rt-0"))
         try await session.refreshTokens()
         // sample-begin: diagnostics-flush
-        sessions.diagnostics?.flush()  // before reading the file, or exiting: every event emitted so far is written
+        sessions.diagnostics?.flush()  // before reading the file: every event emitted so far is written
         // sample-end: diagnostics-flush
-        try events.close()
         let text = try String(contentsOf: eventsFile, encoding: .utf8)
         #expect(text.hasSuffix("\n"), "each line ends in a newline")
         let lines = text.split(separator: "\n").map(String.init)

@@ -29,15 +29,34 @@ extension CrossProcessLock {
     }
 
     /// Tells every process watching this lock that records may have been deleted: rewrites ``noticeFile`` with
-    /// this process's identifier and the time. A notice that cannot be written is lost: the other processes then
-    /// learn of the deletion at their next refresh, which finds the record gone.
+    /// this process's ``noticeSender`` and the time. A notice that cannot be written is lost: the other processes
+    /// then learn of the deletion at their next refresh, which finds the record gone.
     package func announceChange() {
         let path = noticeFile.path
         guard let descriptor = try? POSIXFile.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         else { return }
-        var bytes = Array("\(getpid()) \(DispatchTime.now().uptimeNanoseconds)\n".utf8)
+        var bytes = Array("\(Self.noticeSender) \(DispatchTime.now().uptimeNanoseconds)\n".utf8)
         _ = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress, $0.count) }
         _ = close(descriptor)
+    }
+
+    /// Who this process signs its notices as: a random number drawn once per process, not the process identifier,
+    /// which two processes in different PID namespaces sharing a store can both have.
+    package static let noticeSender = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+
+    /// Whether the notice in ``noticeFile`` now was written by this process; `false` when it cannot be read.
+    ///
+    /// Only for the story told (``DiagnosticEvent/Kind/crossProcessNotice``'s `from`): a notice read after another
+    /// one overwrote it names the later sender, and nothing is decided on it; every notice is checked against the
+    /// store whoever sent it.
+    package func noticeIsOwn() -> Bool {
+        guard let descriptor = try? POSIXFile.open(noticeFile.path, O_RDONLY | O_NOFOLLOW) else { return false }
+        defer { _ = close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        return buffer[..<count].split(separator: UInt8(ascii: " ")).first.map { Array($0) }
+            == Array(Self.noticeSender.utf8)
     }
 }
 

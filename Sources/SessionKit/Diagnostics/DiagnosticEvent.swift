@@ -38,8 +38,12 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
     public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
         /// The manager's ``SessionState`` changed: `from`, `to` (state names).
         case stateChanged = "state.changed"
-        /// A refresh began: `cause` (`proactive`, `401`, `forced`).
+        /// This process asked the token endpoint for new tokens: `cause` (`proactive`, `401`, `forced`). Not told
+        /// when the refresh adopts tokens another process stored (``refreshAdopted``).
         case refreshStarted = "refresh.started"
+        /// Another process sharing the store had refreshed already; its stored tokens were adopted and nothing was
+        /// sent: `cause`, `milliseconds`.
+        case refreshAdopted = "refresh.adopted"
         /// A caller joined a refresh already in flight instead of starting one: `cause`.
         case refreshJoined = "refresh.joined"
         /// A refresh succeeded: `cause`, `milliseconds`.
@@ -49,7 +53,7 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         /// The provider rejected the grant; the account must sign in again: `cause`, `code`, `oauthError`,
         /// `milliseconds`.
         case refreshRejected = "refresh.rejected"
-        /// The loop guard refused another refresh: `refreshes`, `windowSeconds`.
+        /// The loop guard refused another refresh: `refreshes`, `window` (milliseconds).
         case loopGuardTripped = "refresh.loop_guard"
         /// A refresh waited for the cross-process lock: `milliseconds`.
         case lockWaited = "lock.waited"
@@ -66,7 +70,8 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         /// `failed (code)`, `timed out`, `sent, not answered within the bound`, `not sent: the bound passed first`,
         /// `in background`). A server step is told the moment its outcome is known.
         case signOutStep = "sign_out.step"
-        /// Another process announced a change to the shared store.
+        /// A change to the shared store was announced: `from` (`this_process` for this process's own announcement,
+        /// `another_process`). Either way the live sessions are checked against the store.
         case crossProcessNotice = "cross_process.notice"
         /// A check of every live session against the shared store, made after one or more notices, finished:
         /// `checked` (sessions whose record was read), `ended` (sessions found signed out elsewhere).
@@ -80,6 +85,9 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         case credentialsWithheld = "redirect.credentials_withheld"
         /// A redirect was refused (`https` to plain `http`, too many hops): `from`, `to` (origins), `status`, `code`.
         case redirectRefused = "redirect.refused"
+        /// A server refused a DPoP proof for its nonce (`use_dpop_nonce`, RFC 9449 §8, §9) and the request was sent
+        /// once more with the nonce it gave: `endpoint` (`token`, `resource`), `origin`.
+        case dpopNonceRetry = "dpop.nonce_retry"
     }
 
     /// When, on the wall clock of the session's ``SessionClock``.

@@ -21,6 +21,8 @@ public final class Diagnostics: Sendable {
     /// The lowest level handed to the handler.
     public let level: DiagnosticEvent.Level
     private let handler: @Sendable (DiagnosticEvent) -> Void
+    /// What ``flush()`` does on the queue once every earlier event was handled: a file sink syncs its file.
+    private let onFlush: (@Sendable () -> Void)?
     private let queue = DispatchQueue(label: "SessionKit.Diagnostics")
 
     /// A sink that hands every event at `level` or above to `handler`.
@@ -31,6 +33,16 @@ public final class Diagnostics: Sendable {
     public init(level: DiagnosticEvent.Level = .info, handler: @escaping @Sendable (DiagnosticEvent) -> Void) {
         self.level = level
         self.handler = handler
+        self.onFlush = nil
+    }
+
+    init(
+        level: DiagnosticEvent.Level, handler: @escaping @Sendable (DiagnosticEvent) -> Void,
+        onFlush: @escaping @Sendable () -> Void
+    ) {
+        self.level = level
+        self.handler = handler
+        self.onFlush = onFlush
     }
 
     /// How ``lines(level:format:write:)`` writes an event.
@@ -58,9 +70,10 @@ public final class Diagnostics: Sendable {
         }
     }
 
-    /// Waits until every event emitted before this call has been handed to the handler.
+    /// Waits until every event emitted before this call has been handed to the handler (and, for a
+    /// ``file(at:level:)`` sink, written and synced). ``SessionManager/finishPendingWork(within:)`` calls it last.
     public func flush() {
-        queue.sync {}
+        queue.sync { onFlush?() }
     }
 
     /// Emits an event at `level`, if the sink keeps that level; `fields` is evaluated only then.
@@ -72,6 +85,36 @@ public final class Diagnostics: Sendable {
         let event = DiagnosticEvent(time: time, level: level, kind: kind, account: account, fields: fields())
         let handler = handler
         queue.async { handler(event) }
+    }
+}
+
+/// Where the OAuth client reports what it does for a session or a manager: the caller's sink and account, set
+/// for the duration of a refresh's token request (``TokenRefresher``) or a sign-in's closure, so that a client that
+/// knows no sink of its own tells the story of whoever called it.
+struct DiagnosticContext: Sendable {
+    let diagnostics: Diagnostics
+    let account: Account?
+    let clock: any SessionClock
+
+    /// The context of the task's caller, if it has a sink.
+    @TaskLocal static var current: DiagnosticContext?
+
+    /// Runs `operation` with `configuration`'s sink, if it has one, as the context.
+    static func with<T>(
+        _ configuration: UserSession.Configuration, account: Account?, _ operation: () async throws -> T
+    ) async rethrows -> T {
+        guard let diagnostics = configuration.diagnostics else { return try await operation() }
+        let context = DiagnosticContext(diagnostics: diagnostics, account: account, clock: configuration.clock)
+        return try await $current.withValue(context, operation: operation)
+    }
+
+    /// Emits an event to the current context's sink, if there is one.
+    static func emit(
+        _ level: DiagnosticEvent.Level, _ kind: DiagnosticEvent.Kind,
+        _ fields: @autoclosure () -> [String: String] = [:]
+    ) {
+        guard let context = current else { return }
+        context.diagnostics.emit(level, kind, account: context.account, at: context.clock.wallNow, fields())
     }
 }
 
@@ -117,6 +160,14 @@ extension UserSession {
         let from = request.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
         let to = next.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
         diagnose(.notice, .credentialsWithheld, ["from": from, "to": to, "status": "\(status)"])
+    }
+
+    /// Emits that a resource refused a request's DPoP proof for its nonce (RFC 9449 §9) and the request goes once
+    /// more, with the nonce: the origin, never the path.
+    func diagnoseNonceResend(of request: URLRequest) {
+        guard configuration.diagnostics != nil else { return }
+        let origin = request.url.flatMap(Origin.init).map { "\($0)" } ?? "?"
+        diagnose(.info, .dpopNonceRetry, ["endpoint": "resource", "origin": origin])
     }
 
     /// Emits that a redirect was refused: the origins it left and named (never a path or query), the status and

@@ -1,9 +1,13 @@
 import Foundation
 
 extension SessionManager {
-    /// Another process announced a change to the shared store (``CrossProcessLock/announceChange()``): checks every
-    /// live session against it. Notices that arrive during a check run one more check after it, not one each.
-    func storeChanged() {
+    /// A change to the shared store was announced (``CrossProcessLock/announceChange()``): checks every live session
+    /// against it. Notices that arrive during a check run one more check after it, not one each.
+    ///
+    /// - Parameter own: Whether the notice reads as this process's own, for the event only (read only when a sink
+    ///   keeps debug events): this process's own
+    ///   notices are checked too (another process's may have been overwritten by it).
+    func storeChanged(own: @autoclosure () -> Bool) {
         let start = reconciling.withLock { state -> Bool in
             guard !state.running else {
                 state.again = true
@@ -12,7 +16,7 @@ extension SessionManager {
             state.running = true
             return true
         }
-        diagnose(.debug, .crossProcessNotice, account: nil)
+        diagnose(.debug, .crossProcessNotice, account: nil, ["from": own() ? "this_process" : "another_process"])
         guard start else { return }
         Task { [weak self] in
             guard let self else { return }

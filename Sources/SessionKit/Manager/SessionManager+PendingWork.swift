@@ -83,6 +83,7 @@ extension SessionManager {
     /// provider rejected, which otherwise stays on disk and is presented again at every launch), a sign-out's
     /// revocations running in the background (``SignOutOptions/waitForServer`` off), and writes handed off at
     /// sign-out. Nothing new is started, and nothing is cancelled: what is still running at the deadline goes on.
+    /// Last, the diagnostics sink is flushed (``Diagnostics/flush()``): the events that work emitted are written.
     ///
     /// ```swift
     /// await manager.restore()
@@ -124,6 +125,8 @@ extension SessionManager {
         }
         // Last: what finished above may have queued more.
         left.credentialOperations = await finishCredentialOperations(until: deadline)
+        // Last of all, the events that work emitted: a process exiting next loses none of them.
+        configuration.sessionConfiguration.diagnostics?.flush()
         return left
     }
 

@@ -122,7 +122,9 @@ extension SessionManager {
             if let provider, !configuration.providers.contains(where: { $0.id == provider }) {
                 throw SessionError(.invalidInput, "no provider named \(provider) is configured")
             }
-            let (account, tokens) = try await authenticate()
+            // What the OAuth client does meanwhile (a DPoP nonce it is asked for) is told through the manager's sink.
+            let (account, tokens) = try await DiagnosticContext.with(
+                configuration.sessionConfiguration, account: nil, authenticate)
             let resolved = try configuration.provider(provider, for: account)
             try await waitForSignOuts(of: account)
             try Task.checkCancellation()

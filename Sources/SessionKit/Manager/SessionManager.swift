@@ -152,7 +152,7 @@ public final class SessionManager: Sendable, Observable {
             state.clock = configuration.sessionConfiguration.clock
         }
         if let lock = configuration.store.refreshLock {
-            let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged() }
+            let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged(own: lock.noticeIsOwn()) }
             changeWatch.withLock { $0 = watcher }
         }
         #if canImport(UIKit)

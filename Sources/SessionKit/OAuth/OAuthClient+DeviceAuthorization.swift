@@ -85,6 +85,7 @@ extension OAuthClient {
                     let answer = try await transport.send(request, to: "the token endpoint")
                     if key != nil, !retriedForNonce, answerAsksForNonce(answer) {
                         retriedForNonce = true
+                        diagnoseNonceRetry()
                         next = .poll(after: .zero)  // the proof's nonce, not the grant, was refused: once more
                         continue
                     }

@@ -291,6 +291,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             if key != nil, !askedForNonce, answerAsksForNonce(answer) {
                 // RFC 9449 §8: the proof was refused for its nonce, not the request: once more, with the nonce.
                 askedForNonce = true
+                diagnoseNonceRetry()
                 continue
             }
             do {
@@ -351,6 +352,13 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         let origin = Origin(configuration.tokenEndpoint)?.description ?? ""
         dpopNonces.withLock { $0[origin] = nonce }
         return answer.statusCode == 400 && OAuthErrorResponse.parse(answer.body)?.error == "use_dpop_nonce"
+    }
+
+    /// Tells the caller's sink (``DiagnosticContext``) that the token endpoint asked for a DPoP nonce and the
+    /// request goes once more.
+    func diagnoseNonceRetry() {
+        let origin = Origin(configuration.tokenEndpoint).map { "\($0)" } ?? "?"
+        DiagnosticContext.emit(.info, .dpopNonceRetry, ["endpoint": "token", "origin": origin])
     }
 
     /// The token request for `grant`, authenticated as configured and carrying the configured resources and

@@ -1,4 +1,12 @@
 extension TokenRefresher {
+    /// What a refresh obtained: the access token, and whether it came from another process's refresh.
+    struct Obtained {
+        let accessToken: String
+        /// Whether another process had refreshed already and this one adopted the tokens it stored, sending
+        /// nothing.
+        let adopted: Bool
+    }
+
     /// Refreshes: with the store's cross-process lock when it has one, else at once. A success is committed to the
     /// session when this returns.
     ///
@@ -6,9 +14,11 @@ extension TokenRefresher {
     /// ``RefreshStateMachine/storedRecordRead(_:presenting:holding:at:)`` decides: end the session (the record is
     /// gone), adopt another process's tokens, or present a refresh token, the newest there is. The lock is released
     /// once the result is stored.
-    func run(presenting refreshToken: String, for session: UserSession) async -> Result<String, SessionError> {
+    func run(
+        presenting refreshToken: String, for session: UserSession, cause: String
+    ) async -> Result<Obtained, SessionError> {
         guard let store = session.vault?.store, let lock = store.refreshLock else {
-            return await exchange(presenting: refreshToken, for: session)
+            return await exchange(presenting: refreshToken, for: session, cause: cause)
         }
         let held: CrossProcessLock.Held
         let waitStarted = ContinuousClock.now
@@ -61,11 +71,11 @@ extension TokenRefresher {
                 return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
             }
             session.report(.refreshed)
-            return .success(accessToken)
+            return .success(Obtained(accessToken: accessToken, adopted: true))
         case .present(let refreshToken):
             presented = refreshToken
         }
-        let outcome = await exchange(presenting: presented, for: session)
+        let outcome = await exchange(presenting: presented, for: session, cause: cause)
         // A rejected grant's record is deleted before the lock is released, so no other process presents it again.
         if case .failure(let error) = outcome, error.endsGrant,
             (try? await store.load(for: session.account))?.refreshToken == presented
@@ -77,10 +87,12 @@ extension TokenRefresher {
         return outcome
     }
 
-    /// Sends the refresh (with retries of transient failures) and commits its result.
-    private func exchange(presenting refreshToken: String, for session: UserSession) async -> Result<
-        String, SessionError
-    > {
+    /// Sends the refresh (with retries of transient failures) and commits its result. `refresh.started` is told
+    /// here, where this process asks the provider: a refresh that adopts another process's tokens sends nothing.
+    private func exchange(
+        presenting refreshToken: String, for session: UserSession, cause: String
+    ) async -> Result<Obtained, SessionError> {
+        session.diagnose(.info, .refreshStarted, ["cause": cause])
         var attempt = 1
         // Whether the tokens are bound to a key, read once with the refresh token: a sign-out that ends the session
         // between the check below and the read of the key takes the key with it, and a bound refresh token is never
@@ -93,8 +105,9 @@ extension TokenRefresher {
             let proofKey = session.tokens?.proofKey
             if bound, proofKey == nil { return .failure(.endedDuringRefresh) }
             do {
-                let tokens = try await endpoint.refresh(
-                    using: refreshToken, for: session.account, proofKey: proofKey)
+                let tokens = try await DiagnosticContext.with(session.configuration, account: session.account) {
+                    try await endpoint.refresh(using: refreshToken, for: session.account, proofKey: proofKey)
+                }
                 // Commit in one step that first checks the session is still active; then wait for the store
                 // write, so no waiter resumes before the rotated refresh token is durable.
                 switch session.commitRefreshed(tokens) {
@@ -112,7 +125,7 @@ extension TokenRefresher {
                         }
                     }
                     session.report(.refreshed)
-                    return .success(accessToken)
+                    return .success(Obtained(accessToken: accessToken, adopted: false))
                 }
             } catch let error as SessionError where error.isTransient && attempt < policy.retryPolicy.maximumAttempts {
                 attempt += 1

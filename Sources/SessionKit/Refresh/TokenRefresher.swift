@@ -211,10 +211,10 @@ final class TokenRefresher: Sendable {
         let clock = clock
         let task = Task {
             session.report(.refreshStarted)
-            session.diagnose(.info, .refreshStarted, ["cause": cause])
             let started = clock.now
-            let outcome = await run(presenting: refreshToken, for: session)
-            Self.diagnose(outcome, of: session, cause: cause, took: clock.now - started)
+            let obtained = await run(presenting: refreshToken, for: session, cause: cause)
+            Self.diagnose(obtained, of: session, cause: cause, took: clock.now - started)
+            let outcome = obtained.map(\.accessToken)
             // Settled before the owner hears of it, and finished after: the owner has reacted (ending the session,
             // purging its credentials) before anyone can start another refresh or see the error, and a session it
             // ends in reaction hands the waiters this error, not a generic `sessionEnded`.
@@ -229,12 +229,14 @@ final class TokenRefresher: Sendable {
     }
 
     /// Emits a refresh's outcome: its cause, how long it took, and for a failure the code (and the OAuth error a
-    /// rejection carried).
+    /// rejection carried). Tokens another process had stored are told as adopted, not as a refresh of this one.
     private static func diagnose(
-        _ outcome: Result<String, SessionError>, of session: UserSession, cause: String, took: Duration
+        _ outcome: Result<Obtained, SessionError>, of session: UserSession, cause: String, took: Duration
     ) {
         let milliseconds = took.diagnosticMilliseconds
         switch outcome {
+        case .success(let obtained) where obtained.adopted:
+            session.diagnose(.info, .refreshAdopted, ["cause": cause, "milliseconds": milliseconds])
         case .success:
             session.diagnose(.info, .refreshSucceeded, ["cause": cause, "milliseconds": milliseconds])
         case .failure(let error) where error.endsGrant:

@@ -138,6 +138,7 @@ extension UserSession {
                 // The proof was refused for its nonce, not the request: nothing ran, so any method is sent again.
                 discard(value)
                 resentWithNonce = true
+                diagnoseNonceResend(of: request)
                 continue
             }
             switch response.statusCode {

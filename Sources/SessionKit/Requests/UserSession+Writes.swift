@@ -88,6 +88,7 @@ extension UserSession {
             case .deliver:
                 if carriesCredentials, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
                     resentWithNonce = true
+                    diagnoseNonceResend(of: request)
                     continue
                 }
                 return (data, response)

@@ -133,6 +133,45 @@ import Testing
         }
     }
 
+    /// Every `use_dpop_nonce` answered is told as a `dpop.nonce_retry` event, the token endpoint's (at sign-in,
+    /// without an account yet, and at a refresh) and the resource's: as many of each as the server refused proofs
+    /// for their nonce.
+    @Test func everyNonceTheServerAskedForIsToldOnceWithItsEndpoint() async throws {
+        guard PythonTools.available("DPoPIntegrationTests") else { return }
+        try await DPoPServer.withRunning { server in
+            try await server.control(#"{"token_nonce": true, "resource_nonce": true, "rotate_nonce": true}"#)
+            let events = Lock<[DiagnosticEvent]>([])
+            let diagnostics = Diagnostics(level: .debug) { event in events.withLock { $0.append(event) } }
+            let client = Self.client(server)
+            let manager = SessionManager(
+                configuration: .init(
+                    store: InMemoryCredentialStore(), tokenEndpoint: client, revoker: client,
+                    sessionConfiguration: .init(diagnostics: diagnostics)))
+            let session = try await manager.signIn(Self.account) {
+                try await client.password(username: "alice", password: "pw", scope: "read")
+            }
+            for method in ["GET", "POST"] {
+                var request = URLRequest(url: server.url("/resource/n"))
+                request.httpMethod = method
+                _ = try await session.data(for: request)
+            }
+            try await session.refreshTokens()
+            diagnostics.flush()
+            let log = try await server.log()
+            let retries = events.withLock { $0 }.filter { $0.kind == .dpopNonceRetry }
+            let origin = try #require(Origin(server.url("/"))).description
+            let refusedAtToken = log.filter { $0.path == "/token" && $0.proof == "nonce" }.count
+            let refusedAtResource = log.filter { $0.path.hasPrefix("/resource") && $0.proof == "nonce" }.count
+            #expect(refusedAtToken >= 2 && refusedAtResource >= 2, "\(log)")
+            #expect(retries.filter { $0.fields == ["endpoint": "token", "origin": origin] }.count == refusedAtToken)
+            #expect(
+                retries.filter { $0.fields == ["endpoint": "resource", "origin": origin] }.count == refusedAtResource)
+            #expect(retries.count == refusedAtToken + refusedAtResource)
+            #expect(retries.first?.account == nil, "the sign-in's, before anyone is known")
+            #expect(retries.last?.account == Self.account, "the refresh's")
+        }
+    }
+
     @Test func aServerThatAnswersBearerWhereDPoPWasAskedIsRefused() async throws {
         guard PythonTools.available("DPoPIntegrationTests") else { return }
         try await DPoPServer.withRunning { server in

@@ -53,12 +53,15 @@ import Testing
     }
 
     /// A DPoP-bound session whose refreshes return `bound-<n>`, bound to the same key.
-    static func session(for kind: Kind, endpoint: ScriptedTokenEndpoint, key: DPoPKey) -> UserSession {
+    static func session(
+        for kind: Kind, endpoint: ScriptedTokenEndpoint, key: DPoPKey, diagnostics: Diagnostics? = nil
+    ) -> UserSession {
         UserSession(
             account: alice,
             tokens: TokenSet(accessToken: "bound", refreshToken: "refresh", tokenType: "DPoP", proofKey: key),
             configuration: UserSession.Configuration(
-                retryPolicy: .never, downloadSegmentBytes: kind == .rangedDownload ? 16 << 20 : 0),
+                retryPolicy: .never, downloadSegmentBytes: kind == .rangedDownload ? 16 << 20 : 0,
+                diagnostics: diagnostics),
             tokenEndpoint: endpoint)
     }
 
@@ -130,10 +133,19 @@ import Testing
             }
             let key = try DPoPKey.generate()
             let endpoint = Self.endpoint(key)
-            let session = Self.session(for: kind, endpoint: endpoint, key: key)
+            let events = Lock<[DiagnosticEvent]>([])
+            let diagnostics = Diagnostics(level: .debug) { event in events.withLock { $0.append(event) } }
+            let session = Self.session(for: kind, endpoint: endpoint, key: key, diagnostics: diagnostics)
             defer { session.end() }
 
             let (status, body, response) = try await kind.send(URLRequest(url: server.url("/r")), through: session)
+            diagnostics.flush()
+            let retries = events.withLock { $0 }.filter { $0.kind == .dpopNonceRetry }
+            let origin = try #require(Origin(server.url("/"))).description
+            #expect(
+                retries.map(\.fields) == [["endpoint": "resource", "origin": origin]],
+                "the one resend is told, with the origin and never the path")
+            #expect(retries.allSatisfy { $0.account == alice && $0.level == .info })
             #expect(status == 401)
             #expect(body == "challenge 2", "the caller gets the second answer")
             #expect(response.value(forHTTPHeaderField: "DPoP-Nonce") == "nonce-2")
