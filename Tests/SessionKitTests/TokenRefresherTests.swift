@@ -333,6 +333,7 @@ final class RotatingResource: Sendable {
             let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint)
             let error = await #expect(throws: SessionError.self) { try await session.data(for: get(server, "/admin")) }
             #expect(error?.code == .backendDenied)
+            #expect(error?.statusCode == 401, "the status the resource answered")
             let (_, response) = try await session.data(for: get(server, "/forbidden"))
             #expect(response.statusCode == 403)
             #expect(endpoint.count == 0)

@@ -92,6 +92,27 @@ struct TestIssuer {
         #expect(claims.expiresAt == TestIssuer.now.addingTimeInterval(300))
     }
 
+    /// A refused algorithm is named in the message, cut to 16 characters and without control characters: a
+    /// server's header cannot flood a log or write into it.
+    @Test func aRefusedAlgorithmIsNamedCutShortAndClean() throws {
+        let issuer = try TestIssuer()
+        func message(_ algorithm: String) throws -> String {
+            let token = try issuer.token(issuer.claims(), header: ["alg": .string(algorithm)])
+            do {
+                _ = try check(token, issuer: issuer)
+                Issue.record("\(algorithm) was accepted")
+                return ""
+            } catch let error as SessionError {
+                #expect(error.idTokenCheck == .algorithm)
+                return error.message
+            }
+        }
+        #expect(try message("HS256").contains(#""HS256""#))
+        let long = try message("HS256\u{7}with-a-long-tail-of-text")
+        #expect(long.contains(#""HS256with-a-long…""#), "16 characters kept, the bell dropped: \(long)")
+        #expect(!long.contains("tail"))
+    }
+
     @Test func eachClaimCheckRefusesWithItsName() throws {
         let issuer = try TestIssuer()
         let now = TestIssuer.now.timeIntervalSince1970
