@@ -275,6 +275,8 @@ import Testing
             let document = JSONValue.object(members).serialized
             mock.server.route("GET", "/.well-known/openid-configuration") { _ in .json(document) }
             let provider = try Self.openIDProvider(mock, usesDPoP: usesDPoP)
+            // Approved in every case, so a sign-in that wrongly goes ahead ends at once rather than waiting.
+            try mock.approveNextAuthorization(as: "alice")
 
             guard !listing.isMalformed else {
                 let error = await #expect(throws: SessionError.self) {
@@ -284,7 +286,6 @@ import Testing
                 #expect(mock.authorizationKeyThumbprints.isEmpty, "no authorization request was sent")
                 return
             }
-            try mock.approveNextAuthorization(as: "alice")
             let signIn = try await provider.authorizeInBrowser { url in _ = try await Self.browse(url) }
             let usesDPoP = usesDPoP ?? listing.supportsES256
             if usesDPoP && listing.supportsES256 {
