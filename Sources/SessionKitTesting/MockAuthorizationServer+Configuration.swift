@@ -36,9 +36,11 @@ extension MockAuthorizationServer {
         public var revocationEndpointListing: RevocationEndpointListing
         /// Whether the server binds tokens to DPoP keys (RFC 9449). The token endpoint then checks a request's `DPoP`
         /// proof and, when it is valid, issues tokens bound to its key (`token_type` `DPoP`); a bound refresh token
-        /// is refreshed only with a proof of the same key. The resources accept a bound access token only as
+        /// is refreshed only with a proof of the same key, and a code whose authorization request carried `dpop_jkt`
+        /// only with a proof of that key (RFC 9449 §10). The resources accept a bound access token only as
         /// `Authorization: DPoP` with a valid proof. Requests without a proof get bearer tokens and use them as
-        /// before. Off by default: the server then ignores `DPoP` headers and issues bearer tokens only.
+        /// before. With ``openID`` on, both metadata documents list ES256 in `dpop_signing_alg_values_supported`.
+        /// Off by default: the server then ignores `DPoP` headers and `dpop_jkt`, and issues bearer tokens only.
         public var dpop: Bool
         /// With ``dpop`` on, whether every proof must carry the server's nonce (RFC 9449 §8, §9): one without it, or
         /// with an old one, is answered `use_dpop_nonce` with the nonce in a `DPoP-Nonce` header. The nonce stays

@@ -27,8 +27,10 @@ extension MockAuthorizationServer {
         case wrongNonce
         /// At a resource: `ath` is not the hash of the access token the request carried.
         case wrongAccessTokenHash
-        /// Signed by another key than the one the presented token is bound to. The token endpoint answers
-        /// `invalid_grant` for a bound refresh token; a resource answers `invalid_dpop_proof`.
+        /// Signed by another key than the one the presented token, or authorization code, is bound to. The token
+        /// endpoint answers `invalid_grant` for a bound refresh token and `invalid_dpop_proof` for a code whose
+        /// authorization request named another key in `dpop_jkt` (RFC 9449 §10); a resource answers
+        /// `invalid_dpop_proof`.
         case anotherKey
     }
 
@@ -102,6 +104,12 @@ extension MockAuthorizationServer {
     public func dpopProofs(keyThumbprint: String) -> [DPoPProofRecord] {
         core.state.withLock { state in (state.dpop.proofsByKey[keyThumbprint] ?? []).map { state.dpop.proofs[$0] } }
     }
+
+    /// The `dpop_jkt` of every authorization request the authorization endpoint took (one of a known client, with a
+    /// redirect URI), in arrival order: the key thumbprint the request bound its code to (RFC 9449 §10), or `nil`
+    /// for a request without one. Recorded whether ``Configuration/dpop`` is on or not; only with it on is the code
+    /// bound.
+    public var authorizationKeyThumbprints: [String?] { core.state.withLock { $0.authorizationKeyThumbprints } }
 
     /// How many proofs carried a `jti` the server had seen before (each refused as ``DPoPRefusal/replayedJTI``). A
     /// client that makes a fresh proof for every request never causes one.

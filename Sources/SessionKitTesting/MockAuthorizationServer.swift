@@ -64,6 +64,9 @@ import SessionKit
 ///   (else `use_dpop_nonce` and a `DPoP-Nonce` header). A refused proof is `400 invalid_dpop_proof`. A valid one binds
 ///   the tokens the grant issues to its key's thumbprint (`token_type` `DPoP`). A bound refresh token is refreshed
 ///   only with a proof of the same key: another key is `invalid_grant`, no proof `invalid_dpop_proof`.
+/// - An authorization request's `dpop_jkt` (RFC 9449 §10) binds its code to that key thumbprint: the code is exchanged
+///   only with a proof of that key; another key or no proof is `400 invalid_dpop_proof`.
+///   ``authorizationKeyThumbprints`` records each request's `dpop_jkt`, with DPoP on or off.
 /// - The resources (`/api/me`, `/userinfo`, ``protectedRoute(_:_:_:)``, ``checkAccess(_:)`` and
 ///   ``user(authorizing:)``) accept a bound access token only as `Authorization: DPoP` with a valid proof for the
 ///   request (`htm`, `htu`, and `ath` the token's hash, by the token's key). A bound token as `Bearer` is refused with

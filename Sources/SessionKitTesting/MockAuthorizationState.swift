@@ -36,6 +36,9 @@ struct MockAuthorizationState {
         let scope: String?
         /// The authorization request's `nonce`, for the ID token the code is exchanged for.
         let nonce: String?
+        /// The authorization request's `dpop_jkt` (RFC 9449 §10): with DPoP on, the code is exchanged only with a
+        /// proof of the key it names.
+        let dpopJKT: String?
         let authTime: Date
         let expiresAt: ContinuousClock.Instant
         var familyID: Int?
@@ -98,6 +101,8 @@ struct MockAuthorizationState {
     var usedCodes: [String: AuthorizationCode] = [:]
     var devices: [String: DeviceGrant] = [:]
     var authorizationDecisions: [String?] = []
+    /// The `dpop_jkt` of every authorization request taken (a known client, a redirect URI), in arrival order.
+    var authorizationKeyThumbprints: [String?] = []
     /// What the next ID tokens get wrong, first first.
     var idTokenTamperings: [MockAuthorizationServer.IDTokenTampering] = []
     /// The ID tokens this server issued untampered, and whose they are: the `id_token_hint`s it accepts.
@@ -227,7 +232,7 @@ struct MockAuthorizationState {
         }
         switch form["grant_type"] {
         case "refresh_token"?: return refresh(form, proof: proof, now: now)
-        case "authorization_code"?: return exchange(form, jkt: proof?.jkt, now: now)
+        case "authorization_code"?: return exchange(form, proof: proof, now: now)
         case "password"?:
             guard let username = form["username"], let password = form["password"], users[username] == password else {
                 return .error("invalid_grant", "wrong username or password")
@@ -290,7 +295,9 @@ struct MockAuthorizationState {
                 jkt: family.jkt ?? proof?.jkt))
     }
 
-    private mutating func exchange(_ form: [String: String], jkt: String?, now: ContinuousClock.Instant) -> Reply {
+    private mutating func exchange(
+        _ form: [String: String], proof: AcceptedProof?, now: ContinuousClock.Instant
+    ) -> Reply {
         guard let code = form["code"] else { return .error("invalid_request", "code is missing") }
         if let used = usedCodes[code] {
             // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
@@ -310,9 +317,21 @@ struct MockAuthorizationState {
         guard let verifier = form["code_verifier"], let pkce = try? PKCE(verifier: verifier),
             pkce.challenge == grant.challenge
         else { return .error("invalid_grant", "the PKCE code verifier does not match the challenge") }
+        // RFC 9449 §10: a code the authorization request bound to a key (dpop_jkt) is exchanged only with a proof of
+        // that key; a server without DPoP ignores the parameter, as any it does not know (RFC 6749 §3.1).
+        if settings.dpop, let bound = grant.dpopJKT {
+            guard let proof else {
+                return .error("invalid_dpop_proof", "the authorization code is bound to a DPoP key; send a proof of it")
+            }
+            guard proof.jkt == bound else {
+                dpop.proofs[proof.index].refusal = .anotherKey
+                return .error("invalid_dpop_proof", "the authorization code is bound to another DPoP key (dpop_jkt)")
+            }
+        }
         let familyID = nextFamilyID
         let issued = startFamily(
-            user: grant.user, scope: grant.scope, now: now, authTime: grant.authTime, nonce: grant.nonce, jkt: jkt)
+            user: grant.user, scope: grant.scope, now: now, authTime: grant.authTime, nonce: grant.nonce,
+            jkt: proof?.jkt)
         usedCodes[code]?.familyID = familyID
         return .tokens(issued)
     }
@@ -387,6 +406,7 @@ struct MockAuthorizationState {
         guard let redirectURI = query["redirect_uri"], URL(string: redirectURI)?.scheme != nil else {
             return (400, nil, "invalid redirect_uri")
         }
+        authorizationKeyThumbprints.append(query["dpop_jkt"])
         func redirect(_ parameters: [(String, String)]) -> (Int, String?, String) {
             var all = parameters
             if let state = query["state"] { all.append(("state", state)) }
@@ -403,7 +423,7 @@ struct MockAuthorizationState {
         let code = "ac-\(Self.randomPart())"
         codes[code] = AuthorizationCode(
             user: user, clientID: settings.clientID, redirectURI: redirectURI, challenge: challenge,
-            scope: query["scope"], nonce: query["nonce"], authTime: wallNow,
+            scope: query["scope"], nonce: query["nonce"], dpopJKT: query["dpop_jkt"], authTime: wallNow,
             expiresAt: now.advanced(by: settings.authorizationCodeLifetime))
         return redirect([("code", code)])
     }

@@ -43,10 +43,11 @@ struct MockOpenIDIssuer: Sendable {
         return JSONValue.object(["keys": .array([.object(jwk)])]).serialized
     }
 
-    /// What the discovery document and the RFC 8414 metadata (§2) both say: the OAuth endpoints under the issuer.
+    /// What the discovery document and the RFC 8414 metadata (§2) both say: the OAuth endpoints under the issuer,
+    /// and with DPoP on its signing algorithm (an RFC 8414 member, RFC 9449 §5.1).
     private var oauthMembers: [String: JSONValue] {
         func endpoint(_ path: String) -> JSONValue { .string(issuer + path) }
-        return [
+        var members: [String: JSONValue] = [
             "issuer": .string(issuer),
             "authorization_endpoint": endpoint("/authorize"),
             "token_endpoint": endpoint("/token"),
@@ -57,6 +58,8 @@ struct MockOpenIDIssuer: Sendable {
             "grant_types_supported": Self.strings(MockAuthorizationServer.Grant.allCases.map(\.rawValue)),
             "code_challenge_methods_supported": Self.strings(["S256"]),
         ]
+        if dpop { members["dpop_signing_alg_values_supported"] = Self.strings(["ES256"]) }
+        return members
     }
 
     private static func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
@@ -72,7 +75,6 @@ struct MockOpenIDIssuer: Sendable {
         members["token_endpoint_auth_methods_supported"] = Self.strings(["none"])
         members["claims_supported"] = Self.strings(
             ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name"])
-        if dpop { members["dpop_signing_alg_values_supported"] = Self.strings(["ES256"]) }
         if revocationListing != .discoveryAndAuthorizationServerMetadata { members["revocation_endpoint"] = nil }
         return JSONValue.object(members).serialized
     }

@@ -6,6 +6,11 @@ import Foundation
 /// authorization server's issuer, if you know it) to ``authorizationCode(from:expectedIssuer:)``, which checks
 /// ``state``, then exchange the code with ``OAuthClient/exchange(code:for:)``, which sends the PKCE verifier this
 /// request keeps and the same ``redirectURI``.
+///
+/// With DPoP (``OAuthClient/Configuration/usesDPoP``) the request is made with the sign-in's DPoP key: the code
+/// exchange signs its proof with that key, and the tokens are bound to it. When the server supports it, the URL
+/// carries the key's thumbprint as `dpop_jkt` (RFC 9449 §10), which binds the code to the key: a code taken from the
+/// redirect is useless without it.
 public struct AuthorizationRequest: Sendable, Equatable {
     /// The names SessionKit sets itself; ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``
     /// refuses them as additional parameters so a caller cannot weaken PKCE or the state check by accident.
@@ -13,7 +18,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
     /// ``OAuthClient/Configuration/audience``, which the token requests send too.
     public static let reservedParameterNames: Set<String> = [
         "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
-        "code_challenge_method", "resource", "audience",
+        "code_challenge_method", "resource", "audience", "dpop_jkt",
     ]
 
     /// The authorization endpoint.
@@ -31,6 +36,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
     public let nonce: String?
     /// The PKCE pair whose challenge the URL carries.
     package let pkce: PKCE
+    /// The DPoP key of the sign-in, made before the request: the code exchange proves possession of it and the tokens
+    /// are bound to it; `nil` when the sign-in does not use DPoP.
+    package let proofKey: DPoPKey?
     /// The RFC 8707 resource indicators the URL carries, one `resource` parameter each, in order.
     public let resources: [String]
     /// The `audience` the URL carries, if any.
@@ -50,6 +58,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
     ///   - state: Printable ASCII; by default 32 random bytes, base64url-encoded.
     ///   - nonce: The OpenID Connect nonce, printable ASCII, or `nil` for none.
     ///   - pkce: The PKCE pair; keep it for the code exchange.
+    ///   - proofKey: The sign-in's DPoP key, kept for the code exchange, or `nil` without DPoP.
+    ///   - sendsProofKeyThumbprint: Whether the URL carries `proofKey`'s thumbprint as `dpop_jkt` (RFC 9449 §10),
+    ///     after the PKCE parameters; ignored without a key.
     ///   - indicators: The resources and audience to ask for (RFC 8707 §2), after the PKCE parameters.
     ///   - additionalParameters: Extra parameters, none of them in ``reservedParameterNames``; added in name order.
     /// - Throws: `SessionError(.invalidInput)` when an argument breaks the rules above, or an additional parameter
@@ -62,6 +73,8 @@ public struct AuthorizationRequest: Sendable, Equatable {
         state: String = AuthorizationRequest.randomState(),
         nonce: String? = nil,
         pkce: PKCE,
+        proofKey: DPoPKey? = nil,
+        sendsProofKeyThumbprint: Bool = false,
         indicators: ResourceIndicators = .none,
         additionalParameters: [String: String] = [:]
     ) throws {
@@ -100,6 +113,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         if let nonce { pairs.append(("nonce", nonce)) }
         pairs.append(("code_challenge", pkce.challenge))
         pairs.append(("code_challenge_method", pkce.method))
+        if let proofKey, sendsProofKeyThumbprint { pairs.append(("dpop_jkt", proofKey.thumbprint)) }
         pairs += indicators.pairs
         for name in additionalParameters.keys.sorted() {
             guard !Self.reservedParameterNames.contains(name) else {
@@ -129,6 +143,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         self.state = state
         self.nonce = nonce
         self.pkce = pkce
+        self.proofKey = proofKey
         self.resources = indicators.resources
         self.audience = indicators.audience
         self.additionalParameters = additionalParameters

@@ -5,9 +5,10 @@ extension OAuthClient {
     /// §7.3): the way a command-line or desktop app signs in.
     ///
     /// It binds a ``LoopbackRedirectListener``, builds the request with
-    /// ``authorizationRequest(redirectURI:scope:additionalParameters:)`` (a fresh PKCE pair and state), starts
-    /// waiting, calls `open` with the URL to show, and once the one callback arrived and its state matched,
-    /// exchanges the code with ``exchange(code:for:)``.
+    /// ``authorizationRequest(redirectURI:scope:additionalParameters:)`` (a fresh PKCE pair and state, and with
+    /// DPoP the sign-in's key, whose thumbprint the URL carries as `dpop_jkt`), starts waiting, calls `open` with the
+    /// URL to show, and once the one callback arrived and its state matched, exchanges the code with
+    /// ``exchange(code:for:)``, which proves that same key.
     ///
     /// `open` may return at once (it launched the browser) or only once the user is done: the listener already
     /// waits while it runs. When `open` throws, the wait is cancelled and the listener closed.

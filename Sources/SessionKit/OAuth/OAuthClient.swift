@@ -70,9 +70,19 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         /// Whether the client asks for tokens bound to a DPoP key (RFC 9449): every grant that starts a sign-in (code,
         /// device code, password) makes a fresh key and sends a proof of it, and the tokens it returns carry the key
         /// (``TokenSet/proofKey``); a refresh of bound tokens always sends a proof of their key, whatever this says.
-        /// Off by default; ``OpenIDProvider`` turns it on when the provider's metadata lists
-        /// `dpop_signing_alg_values_supported` with ES256.
+        /// For the authorization code grant the key is made with the authorization request, before the browser
+        /// opens, and the code exchange proves that same key. Off by default; ``OpenIDProvider`` turns it on when
+        /// the provider's metadata lists `dpop_signing_alg_values_supported` with ES256.
         public var usesDPoP: Bool
+        /// Whether, with ``usesDPoP`` on, the authorization request binds the code to the sign-in's DPoP key: it
+        /// carries the key's JWK thumbprint as `dpop_jkt` (RFC 9449 §10), and a server that supports it refuses to
+        /// exchange the code without a proof of that key, so a code stolen from the redirect is useless.
+        ///
+        /// On by default: turning ``usesDPoP`` on says the server does DPoP, and a server that does not know
+        /// `dpop_jkt` ignores it (RFC 6749 §3.1: unknown request parameters are ignored). Turn it off only for a
+        /// server that refuses the parameter. Without ``usesDPoP`` it does nothing. ``OpenIDProvider`` sets it from
+        /// the provider's metadata: on when `dpop_signing_alg_values_supported` lists ES256, off otherwise.
+        public var bindsAuthorizationCodeToDPoPKey: Bool
         /// How revocation retries an answer of 503 or 429 and a lost connection: at most
         /// ``RetryPolicy/maximumAttempts`` attempts, waiting the policy's backoff (full jitter, `Retry-After` as a
         /// floor); a `Retry-After` longer than ``RetryPolicy/maximumDelay`` is not waited for.
@@ -93,6 +103,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         ///   - clock: The clock; `nil` (the default) reads the system's clocks (`ContinuousClock`, `Date()`).
         ///   - revocationRetry: Revocation retries; by default 3 attempts, waits of at most 5 seconds.
         ///   - usesDPoP: Whether sign-in grants ask for DPoP-bound tokens; off by default.
+        ///   - bindsAuthorizationCodeToDPoPKey: Whether the authorization request sends `dpop_jkt` when ``usesDPoP``
+        ///     is on; on by default.
         public init(
             tokenEndpoint: URL,
             revocationEndpoint: URL? = nil,
@@ -107,7 +119,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             revocationRetry: RetryPolicy = RetryPolicy(
                 maximumAttempts: 3, baseDelay: .milliseconds(500), maximumDelay: .seconds(5),
                 retryableStatuses: [429, 503]),
-            usesDPoP: Bool = false
+            usesDPoP: Bool = false,
+            bindsAuthorizationCodeToDPoPKey: Bool = true
         ) {
             self.tokenEndpoint = tokenEndpoint
             self.revocationEndpoint = revocationEndpoint
@@ -121,6 +134,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
             self.clock = clock ?? SystemClock()
             self.revocationRetry = revocationRetry
             self.usesDPoP = usesDPoP
+            self.bindsAuthorizationCodeToDPoPKey = bindsAuthorizationCodeToDPoPKey
         }
     }
 
@@ -184,6 +198,9 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     /// Exchanges the authorization code a callback answering `request` carried for tokens, proving possession of
     /// the request's PKCE verifier and sending its redirect URI (RFC 6749 §4.1.3, RFC 7636 §4.5).
     ///
+    /// When the request was made with a DPoP key (``Configuration/usesDPoP``), the exchange sends a proof of that
+    /// key, the one its `dpop_jkt` named (RFC 9449 §10), and the tokens are bound to it; no other key is made.
+    ///
     /// - Parameters:
     ///   - code: The code from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
     ///   - request: The authorization request the code answers.
@@ -192,7 +209,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     ///   refuses the code or the verifier, not a refresh token; ``SessionError/oauthError`` says which error),
     ///   and otherwise as ``refresh(using:)``.
     public func exchange(code: String, for request: AuthorizationRequest) async throws -> TokenSet {
-        try await exchange(code: code, pkce: request.pkce, redirectURI: request.redirectURI)
+        try await exchange(
+            code: code, pkce: request.pkce, redirectURI: request.redirectURI, proofKey: request.proofKey)
     }
 
     /// ``exchange(code:for:)`` with the PKCE pair and redirect URI given apart.
@@ -201,14 +219,19 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     ///   - code: The code from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
     ///   - pkce: The pair whose challenge the authorization request carried.
     ///   - redirectURI: The redirect URI the authorization request carried, exactly.
+    ///   - proofKey: The DPoP key the authorization request was made with; `nil` makes a fresh one when the client
+    ///     uses DPoP (the code is then bound to no key).
     /// - Returns: The tokens.
     /// - Throws: ``SessionError``: `authorizationFailed` when the server refuses the code (`invalid_grant` here
     ///   refuses the code or the verifier, not a refresh token; ``SessionError/oauthError`` says which error),
     ///   and otherwise as ``refresh(using:)``.
-    package func exchange(code: String, pkce: PKCE, redirectURI: String) async throws -> TokenSet {
+    package func exchange(
+        code: String, pkce: PKCE, redirectURI: String, proofKey: DPoPKey? = nil
+    ) async throws -> TokenSet {
         do {
             return try await requestTokens(
-                .authorizationCode(code: code, codeVerifier: pkce.verifier, redirectURI: redirectURI))
+                .authorizationCode(code: code, codeVerifier: pkce.verifier, redirectURI: redirectURI),
+                proofKey: proofKey)
         } catch let error as SessionError where error.code == .refreshRejected {
             throw SessionError(
                 .authorizationFailed, "the token endpoint refused the authorization code: invalid_grant",
@@ -240,6 +263,10 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
 
     /// Builds the authorization request that starts an authorization code grant, with a fresh PKCE pair and state.
     ///
+    /// With ``Configuration/usesDPoP`` on, it makes the sign-in's DPoP key too, which ``exchange(code:for:)`` proves;
+    /// with ``Configuration/bindsAuthorizationCodeToDPoPKey`` as well, the URL carries the key's thumbprint as
+    /// `dpop_jkt` (RFC 9449 §10).
+    ///
     /// Open ``AuthorizationRequest/url``; when the browser comes back, read the code with
     /// ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)`` and pass it to ``exchange(code:for:)``
     /// with this request.
@@ -251,7 +278,7 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     ///     ``AuthorizationRequest/reservedParameterNames``; added in name order.
     /// - Returns: The request; keep it until the callback arrives.
     /// - Throws: `SessionError(.invalidInput)` when no authorization endpoint is configured or an argument is not
-    ///   acceptable.
+    ///   acceptable; `SessionError(.storageFailure)` when the platform cannot make a DPoP key.
     public func authorizationRequest(
         redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
     ) throws -> AuthorizationRequest {
@@ -266,9 +293,12 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
         guard let endpoint = configuration.authorizationEndpoint else {
             throw SessionError(.invalidInput, "the OAuth client has no authorization endpoint configured")
         }
+        // The key is made before the request, so the request can bind the code to it and the exchange prove it.
+        let proofKey = configuration.usesDPoP ? try DPoPKey.generate() : nil
         return try AuthorizationRequest(
             authorizationEndpoint: endpoint, clientID: configuration.clientID, redirectURI: redirectURI,
-            scope: scope, nonce: nonce, pkce: PKCE(), indicators: indicators(),
+            scope: scope, nonce: nonce, pkce: PKCE(), proofKey: proofKey,
+            sendsProofKeyThumbprint: configuration.bindsAuthorizationCodeToDPoPKey, indicators: indicators(),
             additionalParameters: additionalParameters)
     }
 
@@ -277,8 +307,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
     ///
     /// - Parameters:
     ///   - grant: The grant.
-    ///   - proofKey: The key of tokens being refreshed; `nil` makes a fresh one for a sign-in grant when the client
-    ///     uses DPoP.
+    ///   - proofKey: The key of tokens being refreshed, or of the authorization request a code exchange answers;
+    ///     `nil` makes a fresh one for a sign-in grant when the client uses DPoP.
     /// - Returns: The tokens, their expiry measured from the arrival of the response.
     /// - Throws: The classified error.
     func requestTokens(_ grant: TokenRequest.Grant, proofKey: DPoPKey? = nil) async throws -> TokenSet {

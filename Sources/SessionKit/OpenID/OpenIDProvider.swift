@@ -50,6 +50,10 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         public var revocationEndpoint: URL?
         /// Whether sign-ins ask for DPoP-bound tokens (RFC 9449, ``OAuthClient/Configuration/usesDPoP``): `nil`
         /// (the default) when the provider's metadata lists ES256 in `dpop_signing_alg_values_supported`.
+        ///
+        /// An authorization request of a sign-in with DPoP binds the code to its key with `dpop_jkt` (RFC 9449 §10)
+        /// only when the metadata lists ES256, whatever this says
+        /// (``OAuthClient/Configuration/bindsAuthorizationCodeToDPoPKey``).
         public var usesDPoP: Bool?
         /// RFC 8707 resource indicators for the client's requests (``OAuthClient/Configuration/resources``).
         public var resources: [URL]
@@ -249,6 +253,9 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
         }
         try Self.requireSuccess(answer, what: "the discovery document")
         let metadata = try OpenIDProviderMetadata(json: Array(answer.body), expectedIssuer: issuer)
+        // SessionKit signs proofs with ES256 only (DPoPKey); a provider that does not list it does not take them,
+        // and is not sent `dpop_jkt` either (RFC 9449 §5.1, §10).
+        let supportsDPoP = metadata.dpopSigningAlgorithms.contains("ES256")
         let client = OAuthClient(
             configuration: .init(
                 tokenEndpoint: metadata.tokenEndpoint,
@@ -262,7 +269,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
                 audience: configuration.audience,
                 requestTimeout: configuration.requestTimeout,
                 clock: configuration.clock,
-                usesDPoP: configuration.usesDPoP ?? metadata.dpopSigningAlgorithms.contains("ES256")),
+                usesDPoP: configuration.usesDPoP ?? supportsDPoP,
+                bindsAuthorizationCodeToDPoPKey: supportsDPoP),
             serverClock: serverClock)
         return Discovered(
             metadata: metadata, client: client, fetchedAt: configuration.clock.now,
@@ -425,6 +433,10 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     // MARK: - Sign-in
 
     /// Builds an authorization request with a fresh PKCE pair, state and nonce, asking for `openid`.
+    ///
+    /// When sign-ins use DPoP (``Configuration/usesDPoP``), the request is made with the sign-in's key, which
+    /// ``signIn(code:for:)`` proves; when the metadata lists ES256 in `dpop_signing_alg_values_supported`, the URL
+    /// binds the code to it with `dpop_jkt` (RFC 9449 §10).
     ///
     /// - Parameters:
     ///   - redirectURI: The registered redirect URI.

@@ -54,6 +54,8 @@ enum PythonTools {
         var valid: Bool
         var header: [String: JSONValue]
         var claims: [String: JSONValue]
+        /// The key's RFC 7638 thumbprint as jwcrypto computes it, when the key imported.
+        var jkt: String?
     }
 
     /// Verifies each token with jwcrypto against its public JWK (`verify_jws.py`).
@@ -66,7 +68,9 @@ enum PythonTools {
             var claims: [String: JSONValue] = [:]
             if case .object(let members)? = result["header"] { header = members }
             if case .object(let members)? = result["claims"] { claims = members }
-            return Verified(valid: result["valid"]?.boolValue == true, header: header, claims: claims)
+            return Verified(
+                valid: result["valid"]?.boolValue == true, header: header, claims: claims,
+                jkt: result["jkt"]?.stringValue)
         }
     }
 }
