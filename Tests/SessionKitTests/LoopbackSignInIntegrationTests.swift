@@ -11,7 +11,14 @@ import Testing
 /// (RFC 8252 §7.3, which the server honours for its registered `http://127.0.0.1/callback` on any port), the test
 /// playing the browser: it follows the authorization URL as a signed-in user and delivers the server's redirect to
 /// the listener, the way a browser would.
-@Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct LoopbackSignInIntegrationTests {
+@Suite(
+    .timeLimit(.minutes(TimeLimit.heavy)),
+    .enabled(
+        if: AuthorizationServerFixture.shouldRun,
+        "no authorization server: run scripts/test, which starts django-oauth-toolkit on loopback"
+    )
+)
+struct LoopbackSignInIntegrationTests {
     typealias Fixture = AuthorizationServerFixture
 
     static func client(_ server: Fixture) -> OAuthClient {

@@ -90,7 +90,7 @@ extension SessionManager {
     ///
     /// ```swift
     /// let session = try await manager.signIn { [client] in
-    ///     let tokens = try await client.exchange(code: code, pkce: pkce, redirectURI: redirectURI)
+    ///     let tokens = try await client.exchange(code: code, for: authorizationRequest)
     ///     // No ID token, or one without `iss` and `sub`: malformedTokenResponse, and nothing is stored.
     ///     return (try Account(idToken: tokens.idToken ?? ""), tokens)
     /// }
