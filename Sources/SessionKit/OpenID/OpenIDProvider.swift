@@ -30,98 +30,6 @@ import Foundation
 ///
 /// - Important: Thread-safe. No token, code, nonce or key appears in any error or description it produces.
 public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, CustomStringConvertible {
-    /// Where the provider is and how this client uses it.
-    public struct Configuration: Sendable {
-        /// The issuer identifier: `https` (plain `http` only to a loopback host), without query or fragment.
-        public var issuer: URL
-        /// The client identifier.
-        public var clientID: String
-        /// How the client authenticates at the token endpoint; ``ClientAuthentication/none`` for a public client.
-        public var clientAuthentication: ClientAuthentication
-        /// The rules ID tokens are validated by.
-        public var validation: IDTokenValidation
-        /// The device authorization endpoint, for a provider whose discovery document does not name one; `nil`
-        /// takes the document's `device_authorization_endpoint`.
-        public var deviceAuthorizationEndpoint: URL?
-        /// The revocation endpoint (RFC 7009), for a provider whose metadata names none or the wrong one: it wins
-        /// over both. `nil` takes the discovery document's `revocation_endpoint`, else the one the provider's RFC 8414
-        /// authorization server metadata names; with neither, ``OpenIDProvider/revoke(_:hint:)`` throws
-        /// ``SessionError/Code/noRevocationEndpoint`` (sign-out reports ``SignOutReport/StepOutcome/noEndpoint``).
-        public var revocationEndpoint: URL?
-        /// Whether sign-ins ask for DPoP-bound tokens (RFC 9449, ``OAuthClient/Configuration/usesDPoP``): `nil`
-        /// (the default) when the provider's metadata lists ES256 in `dpop_signing_alg_values_supported`.
-        ///
-        /// An authorization request of a sign-in with DPoP binds the code to its key with `dpop_jkt` (RFC 9449 §10)
-        /// only when the metadata lists ES256, whatever this says
-        /// (``OAuthClient/Configuration/bindsAuthorizationCodeToDPoPKey``).
-        public var usesDPoP: Bool?
-        /// RFC 8707 resource indicators for the client's requests (``OAuthClient/Configuration/resources``).
-        public var resources: [URL]
-        /// The `audience` parameter (``OAuthClient/Configuration/audience``).
-        public var audience: String?
-        /// How long a discovery document is used before it is fetched again; one hour by default.
-        public var metadataLifetime: Duration
-        /// How long a key set is used before it is fetched again; one hour by default.
-        public var keySetLifetime: Duration
-        /// The least time between two fetches of the key set made because a token named an unknown `kid`.
-        public var minimumKeyRefetchInterval: Duration
-        /// The wall-clock deadline of each HTTP exchange with the provider.
-        public var requestTimeout: Duration
-        /// The clock of the caches, of token expiry and of device polling.
-        public var clock: any SessionClock
-
-        /// Creates a configuration.
-        ///
-        /// - Parameters:
-        ///   - issuer: The issuer identifier.
-        ///   - clientID: The client identifier.
-        ///   - clientAuthentication: How the client authenticates; none by default.
-        ///   - validation: ID token rules; RS256 and a one-minute leeway by default.
-        ///   - deviceAuthorizationEndpoint: The device authorization endpoint, where discovery names none.
-        ///   - revocationEndpoint: The revocation endpoint, which wins over the provider's metadata; `nil` takes it
-        ///     from the metadata.
-        ///   - usesDPoP: Whether to ask for DPoP-bound tokens; `nil` follows the provider's metadata.
-        ///   - resources: Resource indicators; none by default.
-        ///   - audience: The `audience` parameter; none by default.
-        ///   - metadataLifetime: How long discovery is cached; one hour by default.
-        ///   - keySetLifetime: How long the key set is cached; one hour by default.
-        ///   - minimumKeyRefetchInterval: The least time between refetches for an unknown `kid`; one minute by
-        ///     default.
-        ///   - requestTimeout: The deadline of each exchange; 30 seconds by default.
-        ///   - clock: The clock; `nil` reads the system's clocks.
-        public init(
-            issuer: URL,
-            clientID: String,
-            clientAuthentication: ClientAuthentication = .none,
-            validation: IDTokenValidation = IDTokenValidation(),
-            deviceAuthorizationEndpoint: URL? = nil,
-            revocationEndpoint: URL? = nil,
-            usesDPoP: Bool? = nil,
-            resources: [URL] = [],
-            audience: String? = nil,
-            metadataLifetime: Duration = .seconds(3600),
-            keySetLifetime: Duration = .seconds(3600),
-            minimumKeyRefetchInterval: Duration = .seconds(60),
-            requestTimeout: Duration = .seconds(30),
-            clock: (any SessionClock)? = nil
-        ) {
-            self.issuer = issuer
-            self.clientID = clientID
-            self.clientAuthentication = clientAuthentication
-            self.validation = validation
-            self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
-            self.revocationEndpoint = revocationEndpoint
-            self.usesDPoP = usesDPoP
-            self.resources = resources
-            self.audience = audience
-            self.metadataLifetime = metadataLifetime
-            self.keySetLifetime = keySetLifetime
-            self.minimumKeyRefetchInterval = minimumKeyRefetchInterval
-            self.requestTimeout = requestTimeout
-            self.clock = clock ?? SystemClock()
-        }
-    }
-
     /// A discovery document and the client made from it.
     private struct Discovered: Sendable {
         var metadata: OpenIDProviderMetadata
@@ -422,123 +330,12 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     }
 
     /// The validated sign-in that `tokens` carry: their ID token must be there and valid.
-    private func verifiedSignIn(_ tokens: TokenSet, nonce: String?) async throws -> OpenIDSignIn {
+    func verifiedSignIn(_ tokens: TokenSet, nonce: String?) async throws -> OpenIDSignIn {
         guard let idToken = tokens.idToken else {
             throw CompactJWS.refusal(.format, "is missing from the token response (was \"openid\" in the scope?)")
         }
         let claims = try await validate(idToken: idToken, nonce: nonce, accessToken: tokens.accessToken)
         return OpenIDSignIn(claims: claims, tokens: tokens)
-    }
-
-    // MARK: - Sign-in
-
-    /// Builds an authorization request with a fresh PKCE pair, state and nonce, asking for `openid`.
-    ///
-    /// When sign-ins use DPoP (``Configuration/usesDPoP``), the request is made with the sign-in's key, which
-    /// ``signIn(code:for:)`` proves; when the metadata lists ES256 in `dpop_signing_alg_values_supported`, the URL
-    /// binds the code to it with `dpop_jkt` (RFC 9449 §10).
-    ///
-    /// - Parameters:
-    ///   - redirectURI: The registered redirect URI.
-    ///   - scope: The scope; `openid` is added when missing.
-    ///   - additionalParameters: Extra parameters (`prompt`, `login_hint`, …); not `nonce`, and not `max_age`
-    ///     (set ``IDTokenValidation/maximumAuthenticationAge``, which sends it and checks `auth_time`).
-    /// - Returns: The request; keep it until the callback arrives.
-    /// - Throws: As ``metadata()``, and `invalidInput` as ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``.
-    public func authorizationRequest(
-        redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
-    ) async throws -> AuthorizationRequest {
-        guard additionalParameters["max_age"] == nil else {
-            throw SessionError(
-                .invalidInput, "set IDTokenValidation.maximumAuthenticationAge instead of a max_age parameter")
-        }
-        var parameters = additionalParameters
-        if let maximumAge = configuration.validation.maximumAuthenticationAge {
-            parameters["max_age"] = String(Int64(maximumAge.timeInterval.rounded(.down)))
-        }
-        return try await client().authorizationRequest(
-            redirectURI: redirectURI, scope: Self.openIDScope(scope), nonce: try Self.makeNonce(),
-            additionalParameters: parameters)
-    }
-
-    /// Exchanges the code a callback answering `request` carried and validates the ID token that came with it.
-    ///
-    /// - Parameters:
-    ///   - code: The code, from ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``.
-    ///   - request: The request, from ``authorizationRequest(redirectURI:scope:additionalParameters:)``.
-    /// - Returns: The validated sign-in.
-    /// - Throws: What ``OAuthClient/exchange(code:for:)`` throws, and `idTokenRejected` naming the failed check.
-    public func signIn(code: String, for request: AuthorizationRequest) async throws -> OpenIDSignIn {
-        guard let nonce = request.nonce else {
-            throw SessionError(.invalidInput, "the authorization request sent no nonce: build it with this provider")
-        }
-        let tokens = try await client().exchange(code: code, for: request)
-        return try await verifiedSignIn(tokens, nonce: nonce)
-    }
-
-    /// Runs the authorization code grant through the user's browser and a loopback redirect (RFC 8252 §7.3), then
-    /// validates the ID token: the way a command-line or desktop app signs in.
-    ///
-    /// - Parameters:
-    ///   - scope: The scope; `openid` is added when missing.
-    ///   - additionalParameters: Extra query parameters.
-    ///   - listener: The listener's path, pages and connection bound.
-    ///   - timeout: How long the user has; 5 minutes by default.
-    ///   - open: Shows the URL to the user.
-    /// - Returns: The validated sign-in.
-    /// - Throws: As ``OAuthClient/authorizeInBrowser(scope:additionalParameters:expectedIssuer:listener:timeout:open:)``,
-    ///   and `idTokenRejected`.
-    public func authorizeInBrowser(
-        scope: String? = nil,
-        additionalParameters: [String: String] = [:],
-        listener: LoopbackRedirectListener.Configuration = .init(),
-        timeout: Duration = .seconds(300),
-        open: (URL) async throws -> Void
-    ) async throws -> OpenIDSignIn {
-        let metadata = try await metadata()
-        let listener = try LoopbackRedirectListener(configuration: listener)
-        let request = try await authorizationRequest(
-            redirectURI: listener.redirectURI, scope: scope, additionalParameters: additionalParameters)
-        async let code = listener.authorizationCode(
-            answering: request, expectedIssuer: metadata.issuer, timeout: timeout)
-        try await open(request.url)
-        return try await signIn(code: code, for: request)
-    }
-
-    /// Starts a device authorization grant (RFC 8628) asking for `openid`.
-    ///
-    /// - Parameter scope: The scope; `openid` is added when missing.
-    /// - Returns: The codes to show the user.
-    /// - Throws: As ``OAuthClient/startDeviceAuthorization(scope:)`` and ``metadata()``.
-    public func startDeviceAuthorization(scope: String? = nil) async throws -> DeviceAuthorizationResponse {
-        try await client().startDeviceAuthorization(scope: Self.openIDScope(scope))
-    }
-
-    /// Polls until the user approved the device authorization, then validates the ID token (the device grant sends
-    /// no nonce, so none is checked).
-    ///
-    /// RFC 8628 does not require the token endpoint to return an ID token for a device code, and some servers
-    /// (django-oauth-toolkit among them) return none. Then the tokens are refreshed once, whose answer carries one
-    /// (OpenID Connect Core §12.1), and that ID token, validated, says who signed in; the refreshed tokens are the
-    /// ones returned. Without a refresh token either, the sign-in is refused: no account is made from unsigned claims.
-    ///
-    /// - Parameters:
-    ///   - authorization: The answer of ``startDeviceAuthorization(scope:)``.
-    ///   - receivedAt: When that answer arrived; `nil` means now.
-    /// - Returns: The validated sign-in.
-    /// - Throws: As ``OAuthClient/pollDeviceAuthorization(_:receivedAt:)``, and `idTokenRejected`.
-    public func pollDeviceAuthorization(
-        _ authorization: DeviceAuthorizationResponse, receivedAt: ContinuousClock.Instant? = nil
-    ) async throws -> OpenIDSignIn {
-        let client = try await client()
-        var tokens = try await client.pollDeviceAuthorization(authorization, receivedAt: receivedAt)
-        if tokens.idToken == nil, let refreshToken = tokens.refreshToken {
-            // With the grant's DPoP key, if it bound the tokens: a bound refresh token is refused without a proof.
-            let refreshed = try await client.requestTokens(
-                .refreshToken(refreshToken, scope: nil), proofKey: tokens.proofKey)
-            tokens = refreshed.refreshToken == nil ? Self.keeping(refreshToken, in: refreshed) : refreshed
-        }
-        return try await verifiedSignIn(tokens, nonce: nil)
     }
 
     // MARK: - TokenEndpoint and TokenRevoker
@@ -643,15 +440,4 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
             throw SessionError(.invalidInput, "no random bytes for a nonce: \(error)")
         }
     }
-}
-
-/// A sign-in whose ID token was validated: who signed in, proven, and their tokens.
-public struct OpenIDSignIn: Sendable {
-    /// The validated claims.
-    public let claims: IDTokenClaims
-    /// The tokens, the ID token among them.
-    public let tokens: TokenSet
-
-    /// The account the validated claims name (`iss`, `sub`).
-    public var account: Account { claims.account }
 }
