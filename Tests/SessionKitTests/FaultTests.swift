@@ -178,6 +178,34 @@ import Testing
         }
     }
 
+    /// A connection the server closed before answering a GET is retried, but only after the backoff, on the
+    /// session clock: a dropped connection is often a server restarting, and an immediate retry meets it too.
+    @Test func aDroppedConnectionIsRetriedOnlyAfterTheBackoffOnTheSessionClock() async throws {
+        try await MockAuthorizationServer.withRunning { mock async throws in
+            let fixture = try await Fixture(mock) { clock in
+                UserSession.Configuration(
+                    retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .seconds(4), usesJitter: false),
+                    cacheMaximumBytes: 0, clock: clock)
+            }
+            let attempts = Counter()
+            mock.protectedRoute("GET", "/restarting") { _, _ in
+                attempts.increment()
+                return attempts.value == 1 ? .json("{}").failing(with: .closeBeforeResponding) : .json("{}")
+            }
+
+            let request = Task { try await fixture.session.data(for: URLRequest(url: mock.url("/restarting"))) }
+            let backingOff = await eventually(within: .seconds(30)) { fixture.clock.sleepers > 0 || attempts.value > 1 }
+            #expect(backingOff)
+            #expect(attempts.value == 1, "retried without waiting for the backoff")
+            fixture.clock.advance(by: .seconds(4))
+            let (_, response) = try await request.value
+
+            #expect(response.statusCode == 200)
+            #expect(attempts.value == 2)
+            await fixture.expectCredentialsKept()
+        }
+    }
+
     // MARK: - The token endpoint, during a refresh a 401 started
 
     /// A broken answer from the token endpoint and the code the refresh must give.

@@ -25,6 +25,25 @@ import Testing
 
     // MARK: - Layout and permissions
 
+    /// `fsync` that fails for a reason other than an interruption is a failure with that reason, not a loop: a
+    /// pipe cannot be synced (`EINVAL`), nor can a closed descriptor be (`EBADF`).
+    @Test func syncingWhatCannotBeSyncedFailsWithTheSystemsReason() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { _ = close(fds[0]) }
+        func failure(_ descriptor: Int32) -> Int32? {
+            do {
+                try POSIXFile.synchronize(descriptor)
+                return nil
+            } catch {
+                return error.errorNumber
+            }
+        }
+        #expect(failure(fds[1]) == EINVAL)
+        _ = close(fds[1])
+        #expect(failure(fds[1]) == EBADF)
+    }
+
     @Test func createsAPrivateDirectoryAndPrivateFiles() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("a/b/credentials")
