@@ -89,9 +89,9 @@ struct TransportFailure: Error {
     /// A `URLError` of SessionKit's own with the code of `error`'s, or `nil` when `error` is not one.
     ///
     /// The errors FoundationNetworking hands to completion handlers and delegates are not kept beyond the
-    /// callback: with them held in errors that outlive it, the test process crashed in `swift_release`, in about
-    /// one run in three of the transfer suite (Swift 6.3.1, Linux), and never with fresh ones. The code, which is
-    /// what callers switch on, is the same.
+    /// callback: held in errors that outlive it, they crashed the process in `swift_release` (Linux; BENCHMARKS.md,
+    /// "Figures behind the code's rules"), and fresh ones never did. The code, which is what callers switch on, is
+    /// the same.
     static func copy(of error: any Error) -> URLError? {
         (error as? URLError).map { URLError($0.code) }
     }
