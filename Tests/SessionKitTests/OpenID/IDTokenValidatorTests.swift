@@ -113,6 +113,15 @@ struct TestIssuer {
         #expect(!long.contains("tail"))
     }
 
+    /// OpenID Connect Core §2: `sub` is at most 255 ASCII characters; one of exactly 255 is an account.
+    @Test func aSubjectOfTheLongestLengthAllowedIsAccepted() throws {
+        let issuer = try TestIssuer()
+        var claims = issuer.claims()
+        let longest = String(repeating: "s", count: 255)
+        claims["sub"] = .string(longest)
+        #expect(try check(try issuer.token(claims), issuer: issuer).account.subject == longest)
+    }
+
     @Test func eachClaimCheckRefusesWithItsName() throws {
         let issuer = try TestIssuer()
         let now = TestIssuer.now.timeIntervalSince1970
@@ -127,6 +136,7 @@ struct TestIssuer {
             ("no subject", with(["sub": nil]), .subject),
             ("empty subject", with(["sub": .string("")]), .subject),
             ("subject not a string", with(["sub": .number(7)]), .subject),
+            ("subject over 255 bytes", with(["sub": .string(String(repeating: "s", count: 256))]), .subject),
             ("other audience", with(["aud": .string("other")]), .audience),
             ("no audience", with(["aud": nil]), .audience),
             ("audience array without client", with(["aud": .array([.string("a"), .string("b")])]), .audience),
