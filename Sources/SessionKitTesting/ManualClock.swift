@@ -44,6 +44,12 @@ public final class ManualClock: SessionClock {
     /// How many tasks are sleeping on the clock: lets a test wait until work has reached its sleep.
     public var sleepers: Int { state.withLock { $0.sleepers.count } }
 
+    /// The instants the sleeping tasks wake at, earliest first: lets a test wait until a given sleep has begun,
+    /// where a count could be met by another sleep still on its way out.
+    public var sleepingUntil: [ContinuousClock.Instant] {
+        state.withLock { $0.sleepers.values.map(\.deadline) }.sorted()
+    }
+
     /// Suspends until the clock has been advanced to `deadline`.
     ///
     /// - Parameter deadline: The instant to wake at.
