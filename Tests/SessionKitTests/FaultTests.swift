@@ -206,6 +206,33 @@ import Testing
         }
     }
 
+    /// A write carrying an `Idempotency-Key` that the server refuses as a conflict (409, or 422 for a key reused
+    /// with another body) is `idempotencyConflict`, with the status; without the key, or with a neighbouring status,
+    /// the answer is the caller's as it came.
+    @Test(arguments: [
+        (409, true, true), (422, true, true), (409, false, false), (422, false, false), (410, true, false),
+        (423, true, false),
+    ])
+    func aConflictAnsweringAnIdempotencyKeyIsItsOwnError(_ status: Int, _ keyed: Bool, _ conflict: Bool)
+        async throws
+    {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/orders") { _ in .text("conflict", status: status) }
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            defer { session.end() }
+            var request = post(server, "/orders")
+            if keyed { request.setValue("key-1", forHTTPHeaderField: "Idempotency-Key") }
+            if conflict {
+                let error = await #expect(throws: SessionError.self) { try await session.data(for: request) }
+                #expect(error?.code == .idempotencyConflict)
+                #expect(error?.statusCode == status)
+            } else {
+                let (_, response) = try await session.data(for: request)
+                #expect(response.statusCode == status)
+            }
+        }
+    }
+
     // MARK: - The token endpoint, during a refresh a 401 started
 
     /// A broken answer from the token endpoint and the code the refresh must give.

@@ -26,7 +26,7 @@ import Testing
     // MARK: - Layout and permissions
 
     /// `fsync` that fails for a reason other than an interruption is a failure with that reason, not a loop: a
-    /// pipe cannot be synced (`EINVAL`), nor can a closed descriptor be (`EBADF`).
+    /// pipe cannot be synced (`EINVAL`), nor can what is no descriptor (`EBADF`).
     @Test func syncingWhatCannotBeSyncedFailsWithTheSystemsReason() throws {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
@@ -41,8 +41,42 @@ import Testing
         }
         #expect(failure(fds[1]) == EINVAL)
         _ = close(fds[1])
-        #expect(failure(fds[1]) == EBADF)
+        // Not the closed number itself: another test's descriptor may take it meanwhile.
+        #expect(failure(-1) == EBADF)
     }
+
+    /// What held a credential is zeroed in place, `Data` and byte arrays alike, whole.
+    @Test func wipingZeroesEveryByteInPlace() {
+        var data = Data("refresh-token-secret".utf8)
+        var bytes = Array("access-token-secret".utf8)
+        SecureWipe.wipe(&data)
+        SecureWipe.wipe(&bytes)
+        #expect(data.count == 20 && data.allSatisfy { $0 == 0 })
+        #expect(bytes.count == 19 && bytes.allSatisfy { $0 == 0 })
+    }
+
+    #if canImport(Glibc)
+        /// A batch of inotify events is read event by event, each name its `len` long (NUL-padded): the notice file
+        /// is found after another file's event, in a slice that does not start at zero, and not when absent.
+        @Test func aBatchOfDirectoryEventsIsReadEventByEvent() {
+            func event(_ name: String, watch: Int32 = 1, mask: UInt32 = UInt32(IN_CLOSE_WRITE)) -> [UInt8] {
+                var padded = Array(name.utf8) + [0]
+                while padded.count % 16 != 0 { padded.append(0) }
+                var header = inotify_event()
+                header.wd = watch
+                header.mask = mask
+                header.len = UInt32(padded.count)
+                return withUnsafeBytes(of: &header) { Array($0) } + padded
+            }
+            let wanted = Array(".refresh.lock-changes".utf8)
+            let batch = event(".refresh.lock") + event("alice.record") + event(".refresh.lock-changes")
+            let shifted = [UInt8](repeating: 9, count: 7) + batch
+            #expect(StoreChangeWatcher.names(wanted, in: batch[...]))
+            #expect(StoreChangeWatcher.names(wanted, in: shifted[7...]))
+            #expect(!StoreChangeWatcher.names(wanted, in: (event(".refresh.lock") + event("alice.record"))[...]))
+            #expect(StoreChangeWatcher.names(wanted, in: event("", mask: UInt32(IN_Q_OVERFLOW))[...]), "overflow")
+        }
+    #endif
 
     @Test func createsAPrivateDirectoryAndPrivateFiles() async throws {
         try await TemporaryDirectory.with { root in

@@ -48,11 +48,10 @@ package final class CredentialVault: Sendable {
     }
 
     /// A marker enqueued behind every operation pending now, on every account: each task ends once the operations
-    /// ahead of it on its account have finished. With the number of operations they wait for.
-    func drain() -> (operations: Int, markers: [Task<Void, Never>]) {
-        let accounts = queues.withLock { queues in queues.map { ($0.key, $0.value.pending) } }
-        let markers = accounts.map { account, _ in enqueue(on: account) {} }
-        return (accounts.reduce(0) { $0 + $1.1 }, markers)
+    /// ahead of it on its account have finished.
+    func drain() -> [Task<Void, Never>] {
+        let accounts = queues.withLock { queues in Array(queues.keys) }
+        return accounts.map { account in enqueue(on: account) {} }
     }
 
     /// How many operations are pending now, on every account.

@@ -137,7 +137,7 @@ extension SessionManager {
     func finishCredentialOperations(until deadline: ContinuousClock.Instant) async -> Int {
         let clock = configuration.sessionConfiguration.clock
         while vault.pendingOperations > 0, clock.now < deadline {
-            let (_, markers) = vault.drain()
+            let markers = vault.drain()
             var all = true
             for marker in markers {
                 let done = Broadcast<Void>()

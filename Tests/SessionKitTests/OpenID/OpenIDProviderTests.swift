@@ -391,6 +391,43 @@ import Testing
         }
     }
 
+    /// A program's provider sign-out (`OpenIDLogout.calling`) counts only a redirect (3xx) to the post-logout URI:
+    /// a page (200), even one naming that URI in a `Location` field, is a provider asking the user to confirm.
+    @Test(arguments: [(302, true), (303, true), (200, false), (204, false), (400, false)])
+    func aProgramsProviderSignOutCountsOnlyARedirectToThePostLogoutURI(_ status: Int, _ signedOut: Bool)
+        async throws
+    {
+        try await Self.withProvider { mock in
+            mock.server.route("/logout") { _ in
+                LocalServer.Response(status: status, headers: [("Location", "app:/signed-out?state=s-1")])
+            }
+            let step = OpenIDLogout.calling(mock.provider(), postLogoutRedirectURI: "app:/signed-out")
+            if signedOut {
+                try await step.run(idToken: "the.id.token")
+            } else {
+                let error = await #expect(throws: SessionError.self) { try await step.run(idToken: "the.id.token") }
+                #expect(error?.code == .authorizationFailed)
+                #expect(error?.statusCode == status)
+            }
+        }
+    }
+
+    /// Discovery is kept for exactly its lifetime: at the instant it ends, it is fetched again.
+    @Test func metadataIsFetchedAgainTheInstantItsLifetimeEnds() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            let path = "/issuer/.well-known/openid-configuration"
+            _ = try await provider.metadata()
+            clock.advance(by: .seconds(3599))
+            _ = try await provider.metadata()
+            #expect(mock.server.requests.filter { $0.path == path }.count == 1, "still within its lifetime")
+            clock.advance(by: .seconds(1))
+            _ = try await provider.metadata()
+            #expect(mock.server.requests.filter { $0.path == path }.count == 2, "its lifetime ended")
+        }
+    }
+
     @Test func theEndSessionURLCarriesTheHintClientStateAndRedirect() async throws {
         try await Self.withProvider { mock in
             let url = try await mock.provider().endSessionURL(
