@@ -296,6 +296,37 @@ import Testing
         }
     }
 
+    /// Chunks that reach the session after `end()` and before its transfer is cancelled are dropped, not handed to
+    /// the consumer: the transfer session's delegate queue is held while chunks queue behind it, the session ends,
+    /// and once the queue runs again the consumer gets no byte more, only `sessionEnded`.
+    @Test func chunksArrivingBetweenTheEndAndTheCancellationAreDropped() async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/events") { _ in
+                LocalServer.Response(body: Data("e".utf8)).failing(with: .trickle(every: .milliseconds(2)))
+            }
+            let session = UserSession(account: alice, tokens: tokens("alice"))
+            let (bytes, _) = try await session.bytes(for: get(server, "/events"))
+            var iterator = bytes.makeAsyncIterator()
+            for _ in 0..<3 { _ = try await iterator.next() }
+            let queue = try #require(session.lifetime.withLock { $0.transfers }).urlSession.delegateQueue
+            let held = DispatchSemaphore(value: 0)
+            queue.addOperation { held.wait() }
+            // Twenty chunks wait behind the held operation, each an operation of its own.
+            let queued = await eventually(within: .seconds(30)) { queue.operationCount >= 21 }
+            session.end()
+            held.signal()
+            #expect(queued, "no chunk queued behind the held delegate queue")
+            var afterEnd = 0
+            do {
+                while try await iterator.next() != nil { afterEnd += 1 }
+            } catch let error as SessionError {
+                #expect(error.code == .sessionEnded)
+            }
+            // At most the chunks handed over before the queue was held; never the twenty held behind it.
+            #expect(afterEnd < 10, "\(afterEnd) bytes reached the consumer after the end")
+        }
+    }
+
     @Test func leavingAByteStreamEarlyCancelsItsTransfer() async throws {
         try await LocalServer.withRunning { server async throws in
             server.route("/events") { _ in
