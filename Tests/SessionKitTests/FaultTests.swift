@@ -233,6 +233,24 @@ import Testing
         }
     }
 
+    /// A write broken off after the server had it (the connection closed before an answer) may have applied: for
+    /// either write policy it is `outcomeUnknown`, never an error that reads as "not sent" and invites a resend.
+    @Test(arguments: ["wait", "handOff"])
+    func aWriteWhoseConnectionClosesBeforeTheAnswerIsOutcomeUnknown(_ policyName: String) async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/orders") { _ in LocalServer.Response(status: 200).failing(with: .closeBeforeResponding) }
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"), configuration: UserSession.Configuration(retryPolicy: .never))
+            defer { session.end() }
+            let policy: WritePolicy = policyName == "wait" ? .wait(.seconds(5)) : .handOff
+            let error = await #expect(throws: SessionError.self) {
+                try await session.write(post(server, "/orders"), policy: policy)
+            }
+            #expect(error?.code == .outcomeUnknown, "\(error.map { "\($0)" } ?? "")")
+            #expect(server.requests.filter { $0.path == "/orders" }.count == 1)
+        }
+    }
+
     // MARK: - The token endpoint, during a refresh a 401 started
 
     /// A broken answer from the token endpoint and the code the refresh must give.
