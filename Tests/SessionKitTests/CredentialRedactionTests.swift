@@ -39,6 +39,9 @@ import Testing
         Self.expectNoSecret(in: tokens, "TokenSet")
         Self.expectNoSecret(in: [tokens], "[TokenSet]")
         #expect(Mirror(reflecting: tokens).children.contains { $0.label == "tokenType" })
+        // Each token is there by name, redacted: a debugger shows that it is held, never what it is.
+        let labels = Set(Mirror(reflecting: tokens).children.compactMap(\.label))
+        #expect(labels.isSuperset(of: ["accessToken", "refreshToken", "idToken"]), "\(labels)")
     }
 
     @Test func credentialRecordsShowNoTokenThroughDumpOrMirror() {

@@ -220,6 +220,16 @@ import Testing
         #expect(DiagnosticEvent(jsonLine: event.jsonLine) == event)
     }
 
+    /// Logs and `sessionkit timeline` read kinds by their raw values: each is a distinct, non-empty
+    /// `area.what` name, and the ones this round added are spelled as the documentation says.
+    @Test func everyKindHasItsOwnStableName() {
+        let names = DiagnosticEvent.Kind.allCases.map(\.rawValue)
+        #expect(Set(names).count == names.count)
+        #expect(names.allSatisfy { $0.split(separator: ".").count == 2 }, "\(names)")
+        #expect(DiagnosticEvent.Kind.dpopNonceRetry.rawValue == "dpop.nonce_retry")
+        #expect(DiagnosticEvent.Kind.refreshAdopted.rawValue == "refresh.adopted")
+    }
+
     @Test func eventsRoundTripThroughJSONLinesAndTheLineSinkKeepsItsLevel() throws {
         let event = DiagnosticEvent(
             time: Date(timeIntervalSince1970: 1_800_000_000.25), level: .warning, kind: .refreshFailed,
