@@ -21,21 +21,9 @@ import Testing
     /// `refresh.started` nor `refresh.succeeded`, because it sent nothing.
     @Test func aSessionThatAdoptsAnotherProcesssRefreshSaysSoAndNotThatItRefreshed() async throws {
         try await TemporaryDirectory.with { directory in
-            let store = InMemoryCredentialStore(
-                refreshLock: CrossProcessLock(file: directory.appendingPathComponent(".refresh.lock")))
-            let endpoint = BindingTokenEndpoint()
             let (firstEvents, secondEvents) = (Recorder(), Recorder())
-            let first = SessionManager(
-                configuration: .init(
-                    store: store, tokenEndpoint: endpoint,
-                    sessionConfiguration: .init(diagnostics: firstEvents.diagnostics)))
-            let second = SessionManager(
-                configuration: .init(
-                    store: store, tokenEndpoint: endpoint,
-                    sessionConfiguration: .init(diagnostics: secondEvents.diagnostics)))
-            let signedIn = endpoint.tokens(0, proofKey: nil)
-            let one = try await first.signIn(alice, tokens: signedIn)
-            let two = try await second.signIn(alice, tokens: signedIn)
+            let (_, endpoint, signedIn, one, two) = try await BindingTokenEndpoint.aliceInTwoManagers(
+                sharingALockIn: directory, diagnostics: (firstEvents.diagnostics, secondEvents.diagnostics))
             defer {
                 one.end()
                 two.end()

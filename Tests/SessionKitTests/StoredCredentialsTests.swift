@@ -177,14 +177,8 @@ import Testing
     /// it signed in with: the record holds none, and the provider's sign-out still has its `id_token_hint`.
     @Test func adoptingARotationFromASharedStoreKeepsTheSessionsOwnIDToken() async throws {
         try await TemporaryDirectory.with { directory in
-            let store = InMemoryCredentialStore(
-                refreshLock: CrossProcessLock(file: directory.appendingPathComponent(".refresh.lock")))
-            let endpoint = BindingTokenEndpoint()
-            let first = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
-            let second = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
-            let signedIn = endpoint.tokens(0, proofKey: nil)
-            let one = try await first.signIn(alice, tokens: signedIn)
-            let two = try await second.signIn(alice, tokens: signedIn)
+            let (store, endpoint, signedIn, one, two) = try await BindingTokenEndpoint.aliceInTwoManagers(
+                sharingALockIn: directory)
             defer {
                 one.end()
                 two.end()
@@ -234,6 +228,29 @@ import Testing
 /// A token endpoint that rotates every token at each refresh and keeps the DPoP key the grant is bound to, as a
 /// DPoP authorization server's answer does.
 final class BindingTokenEndpoint: TokenEndpoint {
+    /// Two managers on one store and its refresh lock (in `directory`), as two processes share them, each with its
+    /// own diagnostics sink, and alice signed in to both with a new endpoint's first tokens: whichever refreshes
+    /// second adopts the other's rotation. The caller ends both sessions.
+    static func aliceInTwoManagers(
+        sharingALockIn directory: URL, diagnostics: (first: Diagnostics?, second: Diagnostics?) = (nil, nil)
+    ) async throws -> (
+        store: InMemoryCredentialStore, endpoint: BindingTokenEndpoint, signedIn: TokenSet, one: UserSession,
+        two: UserSession
+    ) {
+        let store = InMemoryCredentialStore(
+            refreshLock: CrossProcessLock(file: directory.appendingPathComponent(".refresh.lock")))
+        let endpoint = BindingTokenEndpoint()
+        func manager(_ diagnostics: Diagnostics?) -> SessionManager {
+            SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: endpoint, sessionConfiguration: .init(diagnostics: diagnostics)))
+        }
+        let signedIn = endpoint.tokens(0, proofKey: nil)
+        let one = try await manager(diagnostics.first).signIn(alice, tokens: signedIn)
+        let two = try await manager(diagnostics.second).signIn(alice, tokens: signedIn)
+        return (store, endpoint, signedIn, one, two)
+    }
+
     private let calls = Locked<[String]>([])
 
     var presented: [String] { calls.withLock { $0 } }

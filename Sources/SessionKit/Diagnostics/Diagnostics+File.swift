@@ -37,8 +37,6 @@ extension Diagnostics {
 /// The file a ``Diagnostics/file(at:level:)`` sink appends to; closed when the sink is released.
 final class DiagnosticFile: Sendable {
     private let descriptor: Int32
-    /// Lines the system refused (a full disk, an I/O error): dropped, and counted, never retried.
-    let failedWrites = Lock(0)
 
     init(_ url: URL) throws(SessionError) {
         guard url.isFileURL else {
@@ -62,18 +60,11 @@ final class DiagnosticFile: Sendable {
 
     deinit { _ = close(descriptor) }
 
-    /// Appends `line` and a newline in one write.
+    /// Appends `line` and a newline in one write. A line the system refuses (a full disk, an I/O error) is dropped:
+    /// a log must not stop or slow the work it tells of, and nothing reads a count of lost lines.
     func append(_ line: String) {
         let bytes = Array((line + "\n").utf8)
-        let written = bytes.withUnsafeBytes { buffer -> Bool in
-            do {
-                try POSIXFile.writeAll(descriptor, buffer)
-                return true
-            } catch {
-                return false
-            }
-        }
-        if !written { failedWrites.withLock { $0 += 1 } }
+        bytes.withUnsafeBytes { buffer in try? POSIXFile.writeAll(descriptor, buffer) }
     }
 
     /// Asks the system to put what was written on the disk.
