@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.iOS(.v17), .macOS(.v14), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "SessionKit", targets: ["SessionKit"]),
+        .library(name: "SessionKitOAuth", targets: ["SessionKitOAuth"]),
         .library(name: "SessionKitTesting", targets: ["SessionKitTesting"]),
         .executable(name: "sessionkit", targets: ["SessionKitCLI"]),
         .executable(name: "sessionkit-bench", targets: ["SessionKitBench"]),
@@ -19,10 +20,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The protocols (OAuth 2.0, OpenID Connect, DPoP, JOSE, the platform's cryptography) and the transport
+        // bridge under them; it knows nothing of sessions, and SessionKit re-exports it.
         .target(
-            name: "SessionKit",
+            name: "SessionKitOAuth",
             dependencies: [.target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux]))]
         ),
+        .target(name: "SessionKit", dependencies: ["SessionKitOAuth"]),
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
         // The command-line tool's logic (demo scenarios, audits, argument parsing), kept out of the executable so
         // tests can reach it; not a product.
@@ -35,7 +39,9 @@ let package = Package(
         .target(name: "LoopbackNginx"),
         .testTarget(
             name: "SessionKitTests",
-            dependencies: ["SessionKit", "SessionKitTesting", "SessionKitCrashChild", "LoopbackNginx"]),
+            dependencies: [
+                "SessionKit", "SessionKitOAuth", "SessionKitTesting", "SessionKitCrashChild", "LoopbackNginx",
+            ]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(
             name: "SessionKitCLITests",

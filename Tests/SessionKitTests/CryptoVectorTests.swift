@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// SessionKit's cryptography against vectors nobody here wrote: NIST CAVP files and the Ed25519 set shipped by
 /// `cryptography-vectors`, and pyca/cryptography and jwcrypto as outside signers and verifiers

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct DeviceAuthorizationTests {
     private typealias Support = OAuthTestSupport

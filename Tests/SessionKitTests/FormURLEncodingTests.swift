@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct FormURLEncodingTests {
     @Test func encodesEverythingButUnreservedCharacters() {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct JSONParserTests {
     private func parse(_ text: String) throws(JSONParser.Failure) -> JSONValue {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// `UserSession.Lifetime`'s operations as plain function calls: no lock, no task, no server.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct LifetimeTests {

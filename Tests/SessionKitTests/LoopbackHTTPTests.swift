@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// The loopback listener's HTTP verdicts, byte by byte, without a socket.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct LoopbackHTTPTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct OAuthErrorResponseTests {
     private func classify(_ status: Int, _ body: String, retryAfter: Duration? = nil) -> SessionError {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// A seeded fuzz test over every OAuth parser: each must answer a value or a typed `SessionError` (or `nil` where
 /// its API says so) for any input, never trap, never hang, and keep its invariants.

@@ -3,6 +3,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// A grant the server rejects in this process, on a store shared with other processes: the refresher deletes the
 /// record under the account's lock and announces the change, and this process hears its own notice too. That notice

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// The ES256 signing key: its signatures verify (here; an outside verifier checks them in ``CryptoVectorTests``),
 /// it survives its stored form, it refuses scalars outside [1, n - 1], and it never shows its private key.

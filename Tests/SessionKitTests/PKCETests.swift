@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct PKCETests {
     /// RFC 7636 Appendix B: the verifier's 32 octets, its text and its S256 challenge.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// The platform's digests and random bytes, and the DER the Apple backend writes, on known answers; the NIST
 /// vectors are in ``CryptoVectorTests``.

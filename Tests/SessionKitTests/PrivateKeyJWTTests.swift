@@ -3,6 +3,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// `private_key_jwt` (RFC 7523 §2.2): every request to the authorization server carries a fresh ES256 client
 /// assertion that jwcrypto (PyPI) verifies with the client's public key, for the endpoint it goes to, and nothing

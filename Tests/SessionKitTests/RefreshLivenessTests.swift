@@ -3,6 +3,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// A user who did nothing wrong stays signed in: the refresh in flight belongs to the refresher, not to the caller
 /// that started it, and short-lived tokens are refreshed neither on every request nor into the loop guard.

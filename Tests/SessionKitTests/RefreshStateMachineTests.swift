@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// The refresher's decisions without sockets, tasks or clocks: each transition of ``RefreshStateMachine``'s table,
 /// its bad inputs, the loop guard and the cross-process decision.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct ResponseCacheKeyTests {
     /// The one-pass check may only accept what the careful rebuild leaves unchanged.

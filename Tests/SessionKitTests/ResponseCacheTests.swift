@@ -3,6 +3,7 @@ import SessionKit
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

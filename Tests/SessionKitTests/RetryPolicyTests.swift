@@ -2,6 +2,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RetryPolicyTests {
     /// A short set of statuses is scanned and a long one hashed: both answer only for their own members.

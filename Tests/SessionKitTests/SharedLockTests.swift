@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// `SharedLock`, which lets a session's requests create their URLSession tasks at the same time while the
 /// invalidation of that URLSession waits for every creation under way. Every wait is on a thread of its own, never

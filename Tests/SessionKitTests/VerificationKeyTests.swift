@@ -3,6 +3,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// Verification keys from JWKs and their refusals: the RFC examples, every malformed input the checks name, and
 /// a seeded fuzz run. Each bad input ends in a typed ``CryptoError`` or `false`, never a trap.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// What a ``CredentialStore`` keeps for one account: the least a restore after a restart needs.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// The one serialized form of a ``CredentialRecord`` that the file, Secret Service and Keychain stores share,
 /// and the checks every store runs before it trusts bytes it read back.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// Where an account's credentials live between launches.
 ///

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// A credential store with every operation on one account serialized, in the order it was asked for.
 ///
 /// Sessions and the sign-out purge reach the store only through a vault. Because operations on one account

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// One thing SessionKit did or decided, for an app's logs: why a user was signed out, refreshed or kept waiting.
 ///

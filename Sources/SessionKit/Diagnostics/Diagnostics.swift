@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -90,31 +91,20 @@ public final class Diagnostics: Sendable {
 
 /// Where the OAuth client reports what it does for a session or a manager: the caller's sink and account, set
 /// for the duration of a refresh's token request (``TokenRefresher``) or a sign-in's closure, so that a client that
-/// knows no sink of its own tells the story of whoever called it.
-struct DiagnosticContext: Sendable {
-    let diagnostics: Diagnostics
-    let account: Account?
-    let clock: any SessionClock
-
-    /// The context of the task's caller, if it has a sink.
-    @TaskLocal static var current: DiagnosticContext?
-
-    /// Runs `operation` with `configuration`'s sink, if it has one, as the context.
+/// knows no sink of its own (``ExchangeEvents``) tells the story of whoever called it.
+enum DiagnosticContext {
+    /// Runs `operation` with `configuration`'s sink, if it has one, observing the OAuth client's exchanges.
     static func with<T>(
         _ configuration: UserSession.Configuration, account: Account?, _ operation: () async throws -> T
     ) async rethrows -> T {
         guard let diagnostics = configuration.diagnostics else { return try await operation() }
-        let context = DiagnosticContext(diagnostics: diagnostics, account: account, clock: configuration.clock)
-        return try await $current.withValue(context, operation: operation)
-    }
-
-    /// Emits an event to the current context's sink, if there is one.
-    static func emit(
-        _ level: DiagnosticEvent.Level, _ kind: DiagnosticEvent.Kind,
-        _ fields: @autoclosure () -> [String: String] = [:]
-    ) {
-        guard let context = current else { return }
-        context.diagnostics.emit(level, kind, account: context.account, at: context.clock.wallNow, fields())
+        let clock = configuration.clock
+        let events = ExchangeEvents { endpoint, origin in
+            diagnostics.emit(
+                .info, .dpopNonceRetry, account: account, at: clock.wallNow,
+                ["endpoint": endpoint, "origin": origin])
+        }
+        return try await ExchangeEvents.$current.withValue(events, operation: operation)
     }
 }
 

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// An authorization server client that accounts sign in through: where their sessions refresh and where sign-out
 /// revokes their tokens.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 // A store that cannot be read now (`storeUnavailable`: a device locked before its first unlock, a locked keyring,
 // a directory this process may not read) is not an empty one, and a write it refused is not a write that never

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension SessionManager {
     /// A change to the shared store was announced (``CrossProcessLock/announceChange()``): checks every live session

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// Work the manager started that outlives the call that started it: what a process waits for before it exits.
 final class PendingWorkTracker: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 // What the app registers with the manager, and what it keeps for each account: containers that follow the current
 // session, purge steps for sign-out, each account's directory, outbox and write reconciliations.

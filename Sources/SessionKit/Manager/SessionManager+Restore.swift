@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension SessionManager {
     /// Restores at launch: finishes any purge a crash interrupted, loads stored credentials, and decides the

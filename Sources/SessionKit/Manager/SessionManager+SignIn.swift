@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension SessionManager {
     /// Signs `account` in with tokens obtained elsewhere (a grant the app ran, a test fixture).

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 // Which session is current, and what follows it: installing a session, switching to one, and the containers that
 // are rebound (and so emptied) whenever the current session changes.

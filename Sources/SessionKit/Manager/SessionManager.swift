@@ -1,5 +1,6 @@
 import Foundation
 import Observation
+import SessionKitOAuth
 
 /// The one coordinator the app owns: it signs in, restores at launch, signs out in order, switches accounts,
 /// lists the live sessions and publishes the state.

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// When a session refreshes its access token, and the bounds that stop a refresh loop.
 public struct RefreshPolicy: Sendable {
     /// Refresh proactively when less than this remains of the access token's lifetime.

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// The token refresher's decisions, as a value: which refresh runs, who waits for it, when a refresh is refused.
 ///
 /// Pure: no lock, no task, no clock, no I/O. Time comes in as an argument, and so do the tokens the session holds,

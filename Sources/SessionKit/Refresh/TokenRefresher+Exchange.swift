@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 extension TokenRefresher {
     /// What a refresh obtained: the access token, and whether it came from another process's refresh.
     struct Obtained {

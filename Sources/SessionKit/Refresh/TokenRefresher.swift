@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Refreshes one session's access token: one refresh at a time, never after the session ended.
 ///
 /// - Single flight: callers that need a refresh while one is running wait for that one; K concurrent 401s

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension UserSession {
     /// Removes what the session's cache holds for `url`: the stored GET and HEAD responses, every variant.

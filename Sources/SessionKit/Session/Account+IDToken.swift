@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 extension Account {
     /// The account an OpenID Connect ID token names: its `iss` and `sub` claims, and a display name from `name`,
     /// `preferred_username` or `email` (cleaned of control characters), else the subject.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension Account {
     /// The account a ``storageKey`` names, or `nil` when `storageKey` is not one SessionKit wrote.

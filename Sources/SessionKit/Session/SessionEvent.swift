@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Something that happened to a session that its owner must react to.
 enum SessionEvent: Sendable {
     /// A refresh began.

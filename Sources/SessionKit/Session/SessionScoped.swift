@@ -1,4 +1,5 @@
 import Observation
+import SessionKitOAuth
 
 /// State that belongs to the current session — a screen's data, a store's contents — and accepts writes only
 /// from that session while it is active.

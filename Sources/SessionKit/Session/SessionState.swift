@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Where the app's current session stands: a pure value-type state machine.
 ///
 /// ``SessionManager`` feeds it `Event`s and publishes the result. Two rules shape the table:

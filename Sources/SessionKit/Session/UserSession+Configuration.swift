@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension UserSession {
     /// How a session sends requests.

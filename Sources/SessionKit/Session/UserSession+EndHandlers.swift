@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 extension UserSession {
     /// Runs `handler` once, synchronously, when the session ends; at once if it already has.
     ///

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension UserSession {
     /// What committing tokens to the session came to.

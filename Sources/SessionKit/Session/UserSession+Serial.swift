@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 extension UserSession {
     /// A session's number, unique per sign-in within the process and never reused: what SessionKit's own records
     /// of a session compare, where an object identifier could name a later session at the same address.

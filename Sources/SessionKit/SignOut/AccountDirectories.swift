@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// Where a manager keeps each account's files, and the one outbox of each account.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// Records the intent to purge an account before the purge starts, so a purge that a crash or a kill
 /// interrupted is finished at next launch, before anything authenticates.

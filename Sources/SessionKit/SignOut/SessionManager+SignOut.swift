@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 extension SessionManager {
     /// Signs `session` out (the current one by default): detach, clear, cancel, then purge and revoke.

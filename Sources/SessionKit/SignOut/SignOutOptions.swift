@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Which kinds of sign-out the app wants, and how long the server-side steps may take.
 ///
 /// Local sign-out (detach, clear, cancel, purge) always happens and always completes within ``localTimeout``. The

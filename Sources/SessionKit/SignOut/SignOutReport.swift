@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// What a sign-out did, phase by phase.
 public struct SignOutReport: Sendable, CustomStringConvertible {
     /// The outcome of one step: a server step (revocation, the app's and the provider's sign-out) or a purge step.

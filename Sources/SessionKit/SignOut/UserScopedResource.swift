@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Something that belongs to the signed-in user — notifications, an analytics identity, purchase entitlements,
 /// a database — with the step that purges it at sign-out.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// What a write in flight at sign-out does: a policy chosen per kind of write.
 public enum WritePolicy: Sendable, Hashable {

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// A one-shot result that many waiters can await, each with its own deadline and its own cancellation.
 ///
 /// Cancelling one waiter, or letting its deadline pass, resumes only that waiter: the work that will produce

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Runs async operations one after another, in the order they were enqueued.
 ///
 /// Enqueueing is synchronous, so a caller can decide under its own lock whether an operation is admitted and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

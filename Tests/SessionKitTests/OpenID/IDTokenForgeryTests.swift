@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// ID tokens made by an implementation nobody here wrote (jwcrypto, from PyPI, through
 /// `Tests/AuthorizationServer/forge_id_tokens.py`): every valid one is accepted, with RS256, PS256, ES256, ES384

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// Signs ID tokens for tests with a P-256 key of its own (ES256): the claim checks, one by one, without a network.
 /// Tokens signed by an implementation nobody here wrote are the forgery suite's (`IDTokenForgeryTests`).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// A seeded fuzz test over what an OpenID provider sends: compact JWS, key sets (RSA, EC and OKP keys), discovery
 /// documents, and whole ID tokens through the validator. Each must answer a value or a typed `SessionError` for

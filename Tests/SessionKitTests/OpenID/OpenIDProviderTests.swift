@@ -3,6 +3,7 @@ import SessionKitTesting
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// A provider on loopback whose documents, keys, clock and token answers a test controls: discovery's rules, key
 /// rotation and its rate limit, the provider's clock, and refreshes that name someone else. (The same flows against

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// The Python tools of `Tests/AuthorizationServer/` in the venv `scripts/test` creates: JOSE libraries from PyPI
 /// that check what SessionKit signs, and make what it must refuse.

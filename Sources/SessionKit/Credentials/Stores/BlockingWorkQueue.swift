@@ -1,4 +1,5 @@
 import Dispatch
+import SessionKitOAuth
 
 /// Runs blocking calls (file system syscalls, synchronous D-Bus round trips) one at a time on a dedicated
 /// serial queue, so they neither block the cooperative thread pool nor interleave with each other.

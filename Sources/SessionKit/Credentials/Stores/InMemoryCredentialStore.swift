@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// A credential store that keeps records in this process's memory only: for tests and for apps that must
 /// not persist credentials at all.
 public final class InMemoryCredentialStore: CredentialStore {

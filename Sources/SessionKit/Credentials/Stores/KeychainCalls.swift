@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// The Keychain calls ``KeychainCredentialStore`` makes: one call of the Security framework each, no decision.
 ///

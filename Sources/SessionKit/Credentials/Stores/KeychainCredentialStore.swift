@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// A credential store in the Keychain (Apple platforms): one generic-password item per account.
 ///

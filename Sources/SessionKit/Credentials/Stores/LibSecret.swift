@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 #if os(Linux)
     import Foundation
     #if canImport(Glibc)

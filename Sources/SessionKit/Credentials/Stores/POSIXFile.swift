@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 #if canImport(Darwin)
     import Darwin

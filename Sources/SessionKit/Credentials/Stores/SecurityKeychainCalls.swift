@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 #if canImport(Security)
     import Foundation
     import Security

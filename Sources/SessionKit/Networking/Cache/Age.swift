@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// Parses the `Age` field (RFC 9111 §5.1): seconds since the response was generated or validated at the origin.
 package enum Age {
     /// Parses delta-seconds, clamping values above 2^31 to 2^31 (RFC 9111 §1.2.2).

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// The directives of a `Cache-Control` field (RFC 9111 §5.2), parsed tolerantly.
 ///
 /// Parsing never fails. What it does with input that is not what the grammar allows:

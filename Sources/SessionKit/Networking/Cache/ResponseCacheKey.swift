@@ -1,4 +1,5 @@
 import Foundation
+import SessionKitOAuth
 
 /// The primary cache key (RFC 9111 §2): the request method and the target URI, normalized.
 ///

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// The entries of a ``ResponseCache``: a byte-bounded, least-recently-used store of response variants.
 ///
 /// A value type with no locking and no clock, so its bookkeeping is tested directly. Entries live in slots of

@@ -1,3 +1,5 @@
+import SessionKitOAuth
+
 /// The `Vary` field of a response (RFC 9110 §12.5.5): which request fields selected it.
 ///
 /// Parsing is linear in the input and never fails: names are lower-cased (field names compare

@@ -2,6 +2,7 @@ import Foundation
 import SessionKitTesting
 
 @testable import SessionKit
+@testable import SessionKitOAuth
 
 /// What one schedule knows about the sessions, calls and tokens it made: the ground truth the invariants are
 /// checked against. Shared with the token endpoint and the revoker the schedule's manager calls.
