@@ -18,77 +18,77 @@ import Foundation
 ///   `error_description`) has every credential the request carried replaced by a redaction marker.
 public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What went wrong, as a value callers can compare and switch on.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private let name: String
-
-        private init(_ name: String) { self.name = name }
-
+    ///
+    /// An enum, so that a `switch` over it is checked for completeness: a code added in a later version is a
+    /// compile error where an app handles every code by name, which is where it should decide (the CHANGELOG names
+    /// each new code).
+    public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         /// The access token expired or was rejected and could not be renewed.
-        public static let accessExpired = Code("accessExpired")
+        case accessExpired
         /// The authorization server rejected the refresh token (`invalid_grant`, RFC 6749 §5.2): sign in again.
-        public static let refreshRejected = Code("refreshRejected")
+        case refreshRejected
         /// The server revoked the session: a fresh token was rejected too.
-        public static let sessionRevoked = Code("sessionRevoked")
+        case sessionRevoked
         /// The session ended (signed out or switched away) before or while the work ran.
-        public static let sessionEnded = Code("sessionEnded")
+        case sessionEnded
         /// The network could not be reached, or the connection failed before an answer arrived.
-        public static let networkUnavailable = Code("networkUnavailable")
+        case networkUnavailable
         /// An HTTP exchange passed its wall-clock deadline (a session's or an OAuth client's `requestTimeout`).
-        public static let timedOut = Code("timedOut")
+        case timedOut
         /// The server understood the credentials and refused the request (403, or `insufficient_scope`).
-        public static let backendDenied = Code("backendDenied")
+        case backendDenied
         /// The provider is failing (5xx, or 429); ``SessionError/retryAfter`` says when to try again, if known.
-        public static let providerOutage = Code("providerOutage")
+        case providerOutage
         /// Too many refreshes in too short a time: a loop was stopped.
-        public static let excessiveRefresh = Code("excessiveRefresh")
+        case excessiveRefresh
         /// A caller waiting for a refresh gave up after its bound.
-        public static let refreshTimedOut = Code("refreshTimedOut")
+        case refreshTimedOut
         /// The user cancelled a biometric or user-presence prompt guarding the credentials.
-        public static let userCancelled = Code("userCancelled")
+        case userCancelled
         /// The credential store failed to read or write.
-        public static let storageFailure = Code("storageFailure")
+        case storageFailure
         /// The credential store cannot be used on this machine (a library or a service is missing).
-        public static let storeUnavailable = Code("storeUnavailable")
+        case storeUnavailable
         /// A stored credential record is corrupt, truncated, of an unknown format, or for another account.
-        public static let corruptCredentials = Code("corruptCredentials")
+        case corruptCredentials
         /// A token endpoint answered with something that is not a valid token response.
-        public static let malformedTokenResponse = Code("malformedTokenResponse")
+        case malformedTokenResponse
         /// A server answered with something that is not a valid HTTP response for the request.
-        public static let malformedResponse = Code("malformedResponse")
+        case malformedResponse
         /// A non-idempotent request failed after it may have reached the server: it may or may not have applied.
-        public static let outcomeUnknown = Code("outcomeUnknown")
+        case outcomeUnknown
         /// A request carrying an `Idempotency-Key` was refused as a conflict (409 or 422); it is not retried.
-        public static let idempotencyConflict = Code("idempotencyConflict")
+        case idempotencyConflict
         /// The authorization server returned an OAuth error other than the ones above (RFC 6749 §5.2).
-        public static let authorizationFailed = Code("authorizationFailed")
+        case authorizationFailed
         /// The user denied the authorization request (`access_denied`).
-        public static let accessDenied = Code("accessDenied")
+        case accessDenied
         /// A device code or authorization request expired before it was approved (`expired_token`).
-        public static let authorizationExpired = Code("authorizationExpired")
+        case authorizationExpired
         /// An argument or a configuration value is not acceptable.
-        public static let invalidInput = Code("invalidInput")
+        case invalidInput
         /// The app's own code that SessionKit ran threw an error that is not a ``SessionError``: a sign-in closure
         /// (`authenticate`, `openID`, `identify`). ``SessionError/underlyingError`` is that error, unchanged; the
         /// ``SessionError/message`` names only its type, never its text, which may quote a code or a token.
-        public static let appError = Code("appError")
+        case appError
         /// The authorization server has no revocation endpoint (RFC 7009) that SessionKit knows of: the client's
         /// configuration names none, and neither does the provider's metadata (its discovery document, then its
         /// RFC 8414 authorization server metadata). Nothing was sent; the token stays valid until it expires.
-        public static let noRevocationEndpoint = Code("noRevocationEndpoint")
+        case noRevocationEndpoint
         /// A credential would travel over plain HTTP: a request to an `http` origin that is neither loopback nor
         /// named in ``UserSession/CredentialScope/plainHTTPOrigins``, or a redirect from `https` to `http`.
-        public static let insecureTransport = Code("insecureTransport")
+        case insecureTransport
         /// The request's origin is not one the session sends its token to (``UserSession/CredentialScope/origins``).
-        public static let originNotServed = Code("originNotServed")
+        case originNotServed
         /// An OpenID Connect ID token failed validation; ``SessionError/idTokenCheck`` names the check it failed
         /// (OpenID Connect Core §3.1.3.7). Nobody was signed in with it.
-        public static let idTokenRejected = Code("idTokenRejected")
+        case idTokenRejected
         /// A provider's discovery document or key set is unusable: its `issuer` is not the one asked for, an
         /// endpoint is not `https`, a required member is missing (OpenID Connect Discovery 1.0 §4.3, RFC 8414 §3.3).
-        public static let providerMetadataRejected = Code("providerMetadataRejected")
+        case providerMetadataRejected
 
         /// The code's name, for logs.
-        public var description: String { name }
+        public var description: String { rawValue }
     }
 
     /// What went wrong.

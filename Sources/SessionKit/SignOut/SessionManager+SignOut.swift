@@ -49,8 +49,8 @@ extension SessionManager {
         var journalFailure: (any Error)?
         var writesAtDetach: [UserSession.PendingWrite] = []
         var successor: UserSession?
-        // 1. Detach: the manager forgets the session, so no new work can start as this account. The purge intent is
-        //    durable before anyone can see the session gone.
+        // Detach, before the plan's phases: the manager forgets the session, so no new work can start as this
+        // account. The purge intent is durable before anyone can see the session gone.
         let detached = guarded.withLock { guarded -> Detached? in
             guard let target = session ?? guarded.current else { return nil }
             // A session that a re-login replaced: the account and its data belong to the live session now.
@@ -90,20 +90,79 @@ extension SessionManager {
         if let journalFailure {
             report.purgeIntent = .failed((journalFailure as? SessionError)?.code ?? .storageFailure)
         }
-        // The record's deletion is queued behind every credential write the session admitted, and the session admits
-        // none after it: a refresh that still completes serves its last requests and its revocation, from memory.
+        // What the phases hand each other: the record's deletion (queued at the seal), the session's tokens and
+        // revoker at its end, and the server steps once started.
         var deletion: Task<(any Error)?, Never>?
-        target.sealCredentials { deletion = vault.enqueueDelete(for: account) }
+        var tokens: TokenSet?
+        var serverSteps: Task<SignOutReport, Never>?
+        var planned: [SignOutPlan.ServerStep] = []
+        for phase in SignOutPlan(wasCurrent: wasCurrent, options: options).phases {
+            switch phase {
+            case .seal:
+                // A refresh that still completes serves its last requests and its revocation, from memory.
+                target.sealCredentials { deletion = vault.enqueueDelete(for: account) }
+            case .clear:
+                rebindContainers()
+            case .publish:
+                successor?.markSwitchedTo(at: clock.wallNow)
+                registrar.withMutation(of: self, keyPath: \.sessions) {}
+                registrar.withMutation(of: self, keyPath: \.current) {}
+                if stateChanged { registrar.withMutation(of: self, keyPath: \.state) {} }
+            case .settleWrites:
+                await settleWrites(of: target, detachedWith: writesAtDetach, until: deadline, into: &report)
+            case .cancel:
+                let ending = target.finish(refreshError: nil)
+                report.cancelledRequests = ending?.cancelledRequests ?? 0
+                report.localPhasesDuration = started.duration(to: clock.now)
+                // The tokens the session held when it ended (a refresh committed while writes were waited for
+                // included).
+                tokens = ending?.tokens
+            case .startServerSteps:
+                let revoker = target.revoker
+                planned = SignOutPlan.serverSteps(options: options, tokens: tokens, canRevoke: revoker != nil)
+                // Each server step's outcome is told the moment it is known, whether or not this call waits for it.
+                let tell: @Sendable (String, SignOutReport.StepOutcome) -> Void = { [weak self] step, outcome in
+                    self?.diagnoseStep(step, outcome, account: account)
+                }
+                let steps = Task { [configuration, tokens, planned] () -> SignOutReport in
+                    await Self.runServerSteps(
+                        planned, tokens: tokens, account: account, revoker: revoker, options: options,
+                        configuration: configuration, tell: tell)
+                }
+                serverSteps = steps
+                // A process about to exit waits for them (finishPendingWork), whether or not this call does.
+                pendingWork.track(.serverSteps, steps)
+            case .purge:
+                let queued = deletion
+                let purge = Task {
+                    await self.purge(account, outbox: options.outbox, deadline: deadline, credentialDeletion: queued)
+                }
+                let purged = await purge.value
+                report.credentialDeletion = purged.credentialDeletion
+                if tokens?.proofKey != nil { report.proofKeyDestruction = purged.credentialDeletion }
+                report.directoryRemoval = purged.directoryRemoval
+                report.resourcePurges = purged.resourcePurges
+            case .awaitServerSteps:
+                if let server = await serverSteps?.value {
+                    for step in SignOutPlan.ServerStep.allCases { report[step] = server[step] }
+                }
+            }
+        }
+        if !options.waitForServer {
+            for step in planned { report[step] = .inBackground }
+        }
+        diagnoseSteps(of: report)
+        return report
+    }
 
-        // 2. Clear: the account's state leaves every screen before anything suspends.
-        if wasCurrent { rebindContainers() }
-        successor?.markSwitchedTo(at: clock.wallNow)
-        registrar.withMutation(of: self, keyPath: \.sessions) {}
-        registrar.withMutation(of: self, keyPath: \.current) {}
-        if stateChanged { registrar.withMutation(of: self, keyPath: \.state) {} }
-
-        // Writes in flight: wait briefly for those whose policy says so, all within the local deadline. Those in
-        // flight at the detach, and any the app started since through a reference it kept.
+    /// Waits for the session's writes in flight whose policy says so, all within the local deadline, and counts
+    /// each kind in `report`: those in flight at the detach, and any the app started since through a reference it
+    /// kept.
+    func settleWrites(
+        of target: UserSession, detachedWith writesAtDetach: [UserSession.PendingWrite],
+        until deadline: ContinuousClock.Instant, into report: inout SignOutReport
+    ) async {
+        let clock = configuration.sessionConfiguration.clock
         var writes = writesAtDetach
         for later in target.pendingWrites where !writes.contains(where: { $0.done === later.done }) {
             writes.append(later)
@@ -128,57 +187,6 @@ extension SessionManager {
             case .discard: report.writesDiscarded += 1
             }
         }
-
-        // 3. Cancel: no request, refresh or credential write of this session survives this line.
-        let ending = target.finish(refreshError: nil)
-        report.cancelledRequests = ending?.cancelledRequests ?? 0
-        report.localPhasesDuration = started.duration(to: clock.now)
-
-        // 4. Revoke, best effort and bounded, on clients of their own, with the tokens the session held when it
-        //    ended (a refresh committed while writes were waited for included).
-        let tokens = ending?.tokens
-        let revoker = target.revoker
-        // Each server step's outcome is told the moment it is known, whether or not this call waits for it.
-        let tell: @Sendable (String, SignOutReport.StepOutcome) -> Void = { [weak self] step, outcome in
-            self?.diagnoseStep(step, outcome, account: account)
-        }
-        let serverSteps = Task { [configuration] () -> SignOutReport in
-            await Self.runServerSteps(
-                tokens: tokens, account: account, revoker: revoker, options: options, configuration: configuration,
-                tell: tell)
-        }
-        // A process about to exit waits for them (finishPendingWork), whether or not this call does.
-        pendingWork.track(.serverSteps, serverSteps)
-
-        // 5. Purge: the record (its deletion queued above), the account's directory and outbox, every registered
-        //    resource; meanwhile the server steps run.
-        let purge = Task {
-            await self.purge(account, outbox: options.outbox, deadline: deadline, credentialDeletion: deletion)
-        }
-        let purged = await purge.value
-        report.credentialDeletion = purged.credentialDeletion
-        if tokens?.proofKey != nil { report.proofKeyDestruction = purged.credentialDeletion }
-        report.directoryRemoval = purged.directoryRemoval
-        report.resourcePurges = purged.resourcePurges
-
-        if options.waitForServer {
-            let server = await serverSteps.value
-            report.refreshTokenRevocation = server.refreshTokenRevocation
-            report.accessTokenRevocation = server.accessTokenRevocation
-            report.serverSession = server.serverSession
-            report.providerLogout = server.providerLogout
-        } else {
-            if options.revokeRefreshToken, target.revoker != nil, tokens?.refreshToken?.isEmpty == false {
-                report.refreshTokenRevocation = .inBackground
-            }
-            if options.revokeAccessToken, target.revoker != nil, tokens?.accessToken.isEmpty == false {
-                report.accessTokenRevocation = .inBackground
-            }
-            if options.terminateServerSession != nil, tokens != nil { report.serverSession = .inBackground }
-            if options.providerLogout != nil || options.openIDLogout != nil { report.providerLogout = .inBackground }
-        }
-        diagnoseSteps(of: report)
-        return report
     }
 
     /// Emits each local step of a sign-out that ran, with its outcome, and the server steps left to the background
@@ -190,11 +198,7 @@ extension SessionManager {
             ("proof_key_destruction", report.proofKeyDestruction), ("directory_removal", report.directoryRemoval),
         ]
         steps += report.resourcePurges.map { ("resource:\($0.resource)", $0.outcome) }
-        steps += [
-            ("refresh_token_revocation", report.refreshTokenRevocation),
-            ("access_token_revocation", report.accessTokenRevocation), ("server_session", report.serverSession),
-            ("provider_logout", report.providerLogout),
-        ].filter { $0.1 == .inBackground }
+        steps += SignOutPlan.ServerStep.allCases.map { ($0.rawValue, report[$0]) }.filter { $0.1 == .inBackground }
         for (step, outcome) in steps { diagnoseStep(step, outcome, account: report.account) }
     }
 
@@ -271,6 +275,7 @@ extension SessionManager {
     /// access token must see it still valid. A token that is empty (a restored session that never fetched an access
     /// token) is not revoked: there is nothing to revoke, and the server would only answer an error.
     static func runServerSteps(
+        _ planned: [SignOutPlan.ServerStep],
         tokens: TokenSet?,
         account: Account,
         revoker: (any TokenRevoker)?,
@@ -285,22 +290,24 @@ extension SessionManager {
         let backendFinished = Broadcast<Void>()
 
         async let refreshOutcome: SignOutReport.StepOutcome = {
-            guard options.revokeRefreshToken, let revoker, let refreshToken else { return .notRequested }
+            guard planned.contains(.refreshTokenRevocation), let revoker, let refreshToken else { return .notRequested }
             let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(refreshToken, hint: .refreshToken)
             }
-            tell("refresh_token_revocation", outcome)
+            tell(SignOutPlan.ServerStep.refreshTokenRevocation.rawValue, outcome)
             return outcome
         }()
         async let backendOutcome: SignOutReport.StepOutcome = {
             defer { _ = backendFinished.resolve(.success(())) }
-            guard let terminate = options.terminateServerSession, let tokens else { return .notRequested }
+            guard planned.contains(.serverSession), let terminate = options.terminateServerSession, let tokens else {
+                return .notRequested
+            }
             let outcome = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
-            tell("server_session", outcome)
+            tell(SignOutPlan.ServerStep.serverSession.rawValue, outcome)
             return outcome
         }()
         async let accessOutcome: SignOutReport.StepOutcome = {
-            guard options.revokeAccessToken, let revoker, let accessToken else { return .notRequested }
+            guard planned.contains(.accessTokenRevocation), let revoker, let accessToken else { return .notRequested }
             let halfway = clock.now.advanced(by: options.serverTimeout / 2)
             _ = try? await backendFinished.value(
                 deadline: min(halfway, deadline), clock: clock,
@@ -308,17 +315,17 @@ extension SessionManager {
             let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(accessToken, hint: .accessToken)
             }
-            tell("access_token_revocation", outcome)
+            tell(SignOutPlan.ServerStep.accessTokenRevocation.rawValue, outcome)
             return outcome
         }()
         async let providerOutcome: SignOutReport.StepOutcome = {
-            guard options.providerLogout != nil || options.openIDLogout != nil else { return .notRequested }
+            guard planned.contains(.providerLogout) else { return .notRequested }
             let idToken = tokens?.idToken
             let outcome = await bounded(until: deadline, clock: clock) {
                 try await options.providerLogout?(account)
                 try await options.openIDLogout?.run(idToken: idToken)
             }
-            tell("provider_logout", outcome)
+            tell(SignOutPlan.ServerStep.providerLogout.rawValue, outcome)
             return outcome
         }()
 
