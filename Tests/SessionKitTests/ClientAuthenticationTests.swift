@@ -67,14 +67,14 @@ import Testing
 
     static func client(
         _ server: LocalServer, clientID: String = "backend", _ authentication: ClientAuthentication,
-        resources: [URL] = [], audience: String? = nil
+        resources: [URL] = [], audience: String? = nil, clock: (any SessionClock)? = nil
     ) -> OAuthClient {
         OAuthClient(
             configuration: .init(
                 tokenEndpoint: server.url("/token"), revocationEndpoint: server.url("/revoke"),
                 deviceAuthorizationEndpoint: server.url("/device"),
                 authorizationEndpoint: URL(string: "https://id.example/authorize")!, clientID: clientID,
-                clientAuthentication: authentication, resources: resources, audience: audience))
+                clientAuthentication: authentication, resources: resources, audience: audience, clock: clock))
     }
 
     /// Runs `operation` on `client`.

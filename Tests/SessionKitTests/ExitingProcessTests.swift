@@ -10,7 +10,14 @@ import Testing
 /// The child is `SessionKitCrashChild exit-after` (see its header): its store takes 300 ms per deletion, so an exit
 /// that does not wait for one loses it every time rather than now and then. The rejections come from
 /// django-oauth-toolkit, which answers a revoked refresh token with `invalid_grant`.
-@Suite(.timeLimit(.minutes(2))) struct ExitingProcessTests {
+@Suite(
+    .timeLimit(.minutes(2)),
+    .enabled(
+        if: AuthorizationServerFixture.shouldRun,
+        "no authorization server: run scripts/test, which starts django-oauth-toolkit on loopback"
+    )
+)
+struct ExitingProcessTests {
     typealias Fixture = AuthorizationServerFixture
 
     /// A token endpoint that records what a later launch presents, and presents nothing to a server.

@@ -50,6 +50,30 @@ import Testing
         }
     }
 
+    /// The assertion's times are the client's clock's (its injected clock), on every request kind: a test clock set
+    /// far from the machine's is what the server reads.
+    @Test func everyAssertionIsDatedByTheClientsClock() async throws {
+        let key = try P256SigningKey()
+        let authentication = try ClientAuthentication.privateKeyJWT(
+            p256PrivateKey: key.storageRepresentation, keyID: "client-key-1")
+        let clock = ManualClock(wallClock: Date(timeIntervalSince1970: 1_000_000_000))
+        try await Support.withServer { server in
+            let client = Support.client(server, authentication, clock: clock)
+            for operation in Support.Operation.allCases {
+                try await Support.perform(operation, on: client)
+            }
+            let assertions = server.requests.compactMap { Support.values("client_assertion", in: $0).first }
+            #expect(assertions.count == Support.Operation.allCases.count)
+            for assertion in assertions {
+                let parts = assertion.split(separator: ".")
+                let payload = try #require(parts.count == 3 ? Base64URL.decode(String(parts[1])) : nil)
+                let claims = try #require(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+                #expect(claims["iat"] as? Int == 1_000_000_000)
+                #expect(claims["exp"] as? Int == 1_000_000_060)
+            }
+        }
+    }
+
     @Test func anAssertionSignedByAnotherKeyIsRefusedByTheVerifier() async throws {
         // The control: the check above can fail.
         guard PythonTools.available("PrivateKeyJWTTests") else { return }

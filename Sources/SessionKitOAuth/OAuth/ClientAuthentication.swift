@@ -208,13 +208,14 @@ public struct ClientAuthentication: Sendable, Equatable, CustomStringConvertible
     /// - Parameters:
     ///   - request: A form `POST` to one of the configured endpoints.
     ///   - clientID: The client identifier.
+    ///   - now: The client's wall-clock time (its injected clock), for the assertion's `iat` and `exp`.
     /// - Throws: `SessionError(.invalidInput)` when the assertion cannot be signed.
-    package func authorize(_ request: inout URLRequest, clientID: String) throws {
+    package func authorize(_ request: inout URLRequest, clientID: String, now: Date) throws {
         if let header = authorizationHeader(clientID: clientID) {
             request.setFieldValues([("Authorization", header)])
         }
         guard case .privateKeyJWT(let assertion) = method, let endpoint = request.url else { return }
-        let jwt = try Self.clientAssertion(assertion, clientID: clientID, audience: endpoint, now: Date())
+        let jwt = try Self.clientAssertion(assertion, clientID: clientID, audience: endpoint, now: now)
         let pairs = FormURLEncoding.encode([
             ("client_assertion_type", Self.jwtBearerAssertionType), ("client_assertion", jwt),
         ])

@@ -31,7 +31,7 @@ extension OAuthClient {
         pairs += authentication.bodyPairs(clientID: configuration.clientID, keepsClientID: true)
         var request = try FormPostRequest.make(
             endpoint: endpoint, pairs: pairs, role: "device authorization endpoint")
-        try authentication.authorize(&request, clientID: configuration.clientID)
+        try authentication.authorize(&request, clientID: configuration.clientID, now: configuration.clock.wallNow)
         let answer = try await transport.send(request, to: "the device authorization endpoint")
         do {
             return try DeviceAuthorizationResponse.parse(

@@ -27,7 +27,7 @@ extension OAuthClient {
         let revocation = try RevocationRequest(
             token: token, tokenTypeHint: hint, clientID: configuration.clientID,
             authentication: configuration.clientAuthentication)
-        let request = try revocation.urlRequest(endpoint: endpoint)
+        let request = try revocation.urlRequest(endpoint: endpoint, now: configuration.clock.wallNow)
         let policy = configuration.revocationRetry
         var attempt = 1
         while true {

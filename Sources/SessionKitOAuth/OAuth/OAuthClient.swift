@@ -364,7 +364,8 @@ public final class OAuthClient: TokenEndpoint, TokenRevoker, Sendable, CustomStr
 
     /// The token endpoint request for `tokenRequest`, with a DPoP proof of `proofKey` when given.
     package func tokenURLRequest(_ tokenRequest: TokenRequest, proofKey: DPoPKey?) throws -> URLRequest {
-        var request = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)
+        var request = try tokenRequest.urlRequest(
+            endpoint: configuration.tokenEndpoint, now: configuration.clock.wallNow)
         if let proofKey {
             let origin = Origin(configuration.tokenEndpoint)?.description ?? ""
             let proof = try DPoPProof.make(

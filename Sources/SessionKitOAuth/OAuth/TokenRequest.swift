@@ -154,13 +154,15 @@ package struct TokenRequest: Sendable, Equatable, CustomStringConvertible {
     /// The `POST` to send: the form body, `Content-Type: application/x-www-form-urlencoded`,
     /// `Accept: application/json` and `Cache-Control: no-store`.
     ///
-    /// - Parameter endpoint: The token endpoint: `https`, or `http` to a loopback host (RFC 6749 §3.2 requires TLS).
+    /// - Parameters:
+    ///   - endpoint: The token endpoint: `https`, or `http` to a loopback host (RFC 6749 §3.2 requires TLS).
+    ///   - now: The client's wall-clock time, for a client assertion's `iat` and `exp`.
     /// - Returns: The request.
     /// - Throws: `SessionError(.invalidInput)` when the endpoint is not acceptable.
-    public func urlRequest(endpoint: URL) throws -> URLRequest {
+    package func urlRequest(endpoint: URL, now: Date = Date()) throws -> URLRequest {
         var request = try FormPostRequest.make(
             endpoint: endpoint, pairs: formParameters.map { ($0.name, $0.value) }, role: "token endpoint")
-        try authentication.authorize(&request, clientID: clientID)
+        try authentication.authorize(&request, clientID: clientID, now: now)
         return request
     }
 
