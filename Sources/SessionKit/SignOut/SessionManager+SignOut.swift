@@ -272,8 +272,8 @@ extension SessionManager {
     ///
     /// One order is kept: the access token's revocation starts once the app's backend step has finished, or half
     /// the bound has passed, whichever comes first, because a backend that authenticates its sign-out call with the
-    /// access token must see it still valid. A token that is empty (a restored session that never fetched an access
-    /// token) is not revoked: there is nothing to revoke, and the server would only answer an error.
+    /// access token must see it still valid. Only the `planned` steps run (``SignOutPlan/serverSteps(options:tokens:canRevoke:)``,
+    /// which never plans the revocation of an empty token).
     static func runServerSteps(
         _ planned: [SignOutPlan.ServerStep],
         tokens: TokenSet?,
@@ -285,8 +285,9 @@ extension SessionManager {
     ) async -> SignOutReport {
         let clock = configuration.sessionConfiguration.clock
         let deadline = clock.now.advanced(by: options.serverTimeout)
-        let refreshToken = tokens?.refreshToken.flatMap { $0.isEmpty ? nil : $0 }
-        let accessToken = tokens.flatMap { $0.accessToken.isEmpty ? nil : $0.accessToken }
+        // Which tokens are sent is the plan's decision (an empty one never is); these are only what it decided on.
+        let refreshToken = tokens?.refreshToken
+        let accessToken = tokens?.accessToken
         let backendFinished = Broadcast<Void>()
 
         async let refreshOutcome: SignOutReport.StepOutcome = {
