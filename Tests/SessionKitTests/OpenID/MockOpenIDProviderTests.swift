@@ -52,6 +52,30 @@ import Testing
         return (data, try #require(response as? HTTPURLResponse))
     }
 
+    /// ``IDTokenValidation/maximumAuthenticationAge`` is asked of the provider as `max_age`, in whole seconds rounded
+    /// down (OpenID Connect Core §3.1.2.1): without it, the provider would not re-authenticate a user whose login is
+    /// older, and the `auth_time` check would refuse every sign-in instead. Without the setting none is sent.
+    @Test func theMaximumAuthenticationAgeIsAskedAsMaxAgeInWholeSeconds() async throws {
+        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: Self.clientID, openID: true)) {
+            mock in
+            func maxAge(_ age: Duration?) async throws -> [String?] {
+                let provider = OpenIDProvider(
+                    configuration: .init(
+                        issuer: try #require(URL(string: mock.issuer)), clientID: Self.clientID,
+                        validation: IDTokenValidation(algorithms: [.es256], maximumAuthenticationAge: age)))
+                let request = try await provider.authorizationRequest(redirectURI: mock.callbackURL.absoluteString)
+                let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+                return items.filter { $0.name == "max_age" }.map(\.value)
+            }
+            let fractional = try await maxAge(.milliseconds(300_900))
+            let zero = try await maxAge(.zero)
+            let none = try await maxAge(nil)
+            #expect(fractional == ["300"])
+            #expect(zero == ["0"])
+            #expect(none == [])
+        }
+    }
+
     // MARK: - Discovery and keys
 
     @Test func discoveryNamesTheMocksEndpointsUnderItsExactIssuer() async throws {

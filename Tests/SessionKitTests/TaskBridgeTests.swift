@@ -1,0 +1,101 @@
+import Foundation
+import SessionKitTesting
+import Testing
+
+@testable import SessionKit
+@testable import SessionKitOAuth
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// ``TaskBridge``'s own rules, where no request kind isolates them: which error a call ends with when its deadline
+/// and its caller's cancellation both reached it.
+@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct TaskBridgeTests {
+    struct TimedOut: Error {}
+
+    /// A caller cancelled after its exchange's deadline had passed, but before the exchange's answer came back, is
+    /// told of its cancellation, never of a timeout: it stopped waiting itself, and a caller that treats a timeout
+    /// as "the server is slow, try again" must not retry a call it cancelled.
+    @Test func aCallerCancelledOnceItsDeadlineHadPassedIsToldOfTheCancellationNotATimeout() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server async throws in
+            server.route("/held") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let urlSession = URLSession(configuration: .ephemeral)
+            defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
+            let handle = RequestHandle()
+            // The completion the deadline's cancellation causes waits until the caller has been cancelled too.
+            let completionReached = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let url = server.url("/held")
+            let call = Task {
+                try await TaskBridge.run(
+                    handle: handle, cancellingThrough: urlSession, deadline: .milliseconds(50),
+                    onTimeout: { _ in TimedOut() }, notStarted: CancellationError()
+                ) { (answer: TaskAnswer<Int>) in
+                    urlSession.dataTask(with: url) { _, _, error in
+                        completionReached.signal()
+                        release.wait()
+                        _ = error.map { answer.resume(throwing: $0) } ?? answer.resume(returning: 1)
+                    }
+                }
+            }
+            await Self.waitOffThePool(completionReached)
+            #expect(handle.hasExpired, "the deadline's cancellation came first")
+            call.cancel()
+            release.signal()
+            let outcome = await call.result
+            gate.open()
+            guard case .failure(let error) = outcome else {
+                Issue.record("a cancelled call returned a value")
+                return
+            }
+            #expect(!(error is TimedOut), "a cancelled caller was told its call timed out")
+            #expect(error is CancellationError || (error as? URLError)?.code == .cancelled, "\(error)")
+        }
+    }
+
+    /// Without a cancellation, the same deadline is told as the caller's timeout: the test above is about the
+    /// cancellation, not a deadline that never maps.
+    @Test func aCallWhoseDeadlinePassedIsToldOfTheTimeout() async throws {
+        let gate = Gate()
+        try await LocalServer.withRunning { server async throws in
+            server.route("/held") { _ in
+                await gate.wait()
+                return .json("{}")
+            }
+            let urlSession = URLSession(configuration: .ephemeral)
+            defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
+            let url = server.url("/held")
+            let outcome = await Task {
+                try await TaskBridge.run(
+                    cancellingThrough: urlSession, deadline: .milliseconds(50), onTimeout: { _ in TimedOut() },
+                    notStarted: CancellationError()
+                ) { (answer: TaskAnswer<Int>) in
+                    urlSession.dataTask(with: url) { _, _, error in
+                        _ = error.map { answer.resume(throwing: $0) } ?? answer.resume(returning: 1)
+                    }
+                }
+            }.result
+            gate.open()
+            guard case .failure(let error) = outcome else {
+                Issue.record("a call past its deadline returned a value")
+                return
+            }
+            #expect(error is TimedOut, "\(error)")
+        }
+    }
+
+    /// Waits for `semaphore` on a thread of its own, never one of Swift's cooperative pool.
+    static func waitOffThePool(_ semaphore: DispatchSemaphore) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                semaphore.wait()
+                done.resume()
+            }.start()
+        }
+    }
+}
