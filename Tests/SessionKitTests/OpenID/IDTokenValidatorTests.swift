@@ -307,6 +307,26 @@ struct TestIssuer {
         #expect(failedCheck(kidNumber, issuer: issuer) == .format)
     }
 
+    /// A key fits by its type first (RFC 7518 §6: `crv` is an EC or OKP member): an RSA key that carries a
+    /// `"crv":"P-256"` is never chosen for ES256, and the refusal says the named key is not an ES256 signing key.
+    @Test func aKeyOfAnotherTypeNeverFitsWhateverCurveItNames() throws {
+        let rsa: JSONValue = .object([
+            "kty": .string("RSA"), "kid": .string("k"), "crv": .string("P-256"), "e": .string("AQAB"),
+            "n": .string(Base64URL.encode([UInt8](repeating: 0xC5, count: 256))),
+        ])
+        let set = try JSONWebKeySet(json: Array(JSONValue.object(["keys": .array([rsa])]).serialized.utf8))
+        guard case .refused(let reason) = set.select(keyID: "k", algorithm: .es256) else {
+            Issue.record("an RSA key was chosen to verify ES256")
+            return
+        }
+        #expect(reason.contains("not a ES256 signing key"), "\(reason)")
+        // The same key is chosen for what it is.
+        guard case .key = set.select(keyID: "k", algorithm: .rs256) else {
+            Issue.record("the RSA key does not fit RS256")
+            return
+        }
+    }
+
     @Test func aKeySetWithoutKidsServesATokenWithoutAKidOnlyWhenOneKeyFits() throws {
         let first = try TestIssuer()
         let second = try TestIssuer()

@@ -117,6 +117,29 @@ import Testing
         }
     }
 
+    /// Discovery is kept for `metadataLifetime` on the client's clock, and the document fetched once it has passed
+    /// replaces the kept one: the next call within the new lifetime asks the provider nothing.
+    @Test func aDocumentFetchedAfterItsLifetimeReplacesTheKeptOne() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock()
+            let provider = OpenIDProvider(
+                configuration: .init(
+                    issuer: mock.server.url("/issuer"), clientID: "my-app",
+                    validation: IDTokenValidation(algorithms: [.es256]), metadataLifetime: .seconds(60), clock: clock))
+            let fetches = { mock.server.requests.filter { $0.path.hasSuffix("/openid-configuration") }.count }
+            _ = try await provider.metadata()
+            _ = try await provider.metadata()
+            #expect(fetches() == 1)
+            clock.advance(by: .seconds(61))
+            _ = try await provider.metadata()
+            #expect(fetches() == 2, "a document past its lifetime is fetched again")
+            _ = try await provider.metadata()
+            clock.advance(by: .seconds(59))
+            _ = try await provider.metadata()
+            #expect(fetches() == 2, "the document fetched after the lifetime was kept")
+        }
+    }
+
     @Test func discoveryRefusesADocumentNamingAnotherIssuer() async throws {
         try await Self.withProvider { mock in
             mock.discoveryIssuer.withLock { $0 = "https://evil.example" }
