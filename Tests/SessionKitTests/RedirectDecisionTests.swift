@@ -231,7 +231,17 @@ import Testing
         #expect(next.httpMethod == expected)
         let keepsBody = expected == method && expected != "HEAD"
         #expect((next.httpBody != nil) == keepsBody)
-        #expect((next.value(forHTTPHeaderField: "Content-Type") != nil) == keepsBody)
+        // Every field that describes the body (RFC 9110 §8.3–8.7) goes with it, and stays with a body kept.
+        var described = Self.request("https://api.example.com/a", method: method, body: #"{"n":1}"#)
+        let bodyFields = ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location"]
+        for field in bodyFields { described.setValue(field == "Content-Length" ? "7" : "x", forHTTPHeaderField: field) }
+        guard case .follow(let described, _) = Self.decide(status, "/b", after: described) else {
+            Issue.record("not followed")
+            return
+        }
+        for field in bodyFields {
+            #expect((described.value(forHTTPHeaderField: field) != nil) == keepsBody, "\(field)")
+        }
     }
 
     @Test func anHTTPSRedirectToPlainHTTPIsRefusedSameHostOrNot() {

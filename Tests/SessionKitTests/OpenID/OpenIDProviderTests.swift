@@ -264,6 +264,25 @@ import Testing
         }
     }
 
+    /// The provider's time is read again after a refetch: the refetch's answer is the provider's latest `Date`, so
+    /// a provider whose clock was stepped an hour ahead since its keys were cached (its new key's token issued at its
+    /// new time) is judged at that time, not at the one the cached keys were read with.
+    @Test func aTokenFoundByARefetchIsJudgedAtTheTimeTheRefetchShowed() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            let first = try #require(mock.keys.withLock { $0.first })
+            _ = try await provider.validate(idToken: try mock.token(by: first), nonce: nil, accessToken: nil)
+
+            mock.skew.withLock { $0 = 3600 }
+            let rotated = try TestIssuer(keyID: "k2")
+            mock.keys.withLock { $0.append(rotated) }
+            let claims = try await provider.validate(idToken: try mock.token(by: rotated), nonce: nil, accessToken: nil)
+            #expect(claims.subject == "alice")
+            #expect(provider.keySetFetchCount == 2)
+        }
+    }
+
     /// A token whose key was found only after the key set was fetched again (the provider rotated its keys: an
     /// unknown `kid`, a refetch, a second validation) is judged on the provider's clock too, like one whose key was
     /// cached. The provider's `Date` is an hour from the device's either way; on the device's clock an hour behind
