@@ -150,6 +150,19 @@ import Testing
         }
     }
 
+    /// A directory whose missing parent cannot be made (under `/proc`, where no one may create one, root included)
+    /// is refused at that parent, which the message names.
+    @Test func aParentThatCannotBeCreatedIsNamed() throws {
+        #if os(Linux)
+            let parent = "/proc/sessionkit-\(UUID().uuidString)"
+            let error = try #require(throws: SessionError.self) {
+                try FileCredentialStore(directory: URL(fileURLWithPath: parent + "/credentials"))
+            }
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains("cannot be created (\(parent))"), "\(error.message)")
+        #endif
+    }
+
     @Test func refusesAPathThatIsAFile() async throws {
         try await TemporaryDirectory.with { root in
             let file = root.appendingPathComponent("file")

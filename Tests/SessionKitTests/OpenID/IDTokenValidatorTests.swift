@@ -120,6 +120,11 @@ struct TestIssuer {
         let longest = String(repeating: "s", count: 255)
         claims["sub"] = .string(longest)
         #expect(try check(try issuer.token(claims), issuer: issuer).account.subject == longest)
+        // One longer is refused, and the refusal says the bound, so whoever reads it knows why.
+        claims["sub"] = .string(longest + "s")
+        let error = #expect(throws: SessionError.self) { try check(try issuer.token(claims), issuer: issuer) }
+        #expect(error?.idTokenCheck == .subject)
+        #expect(error?.message.contains("1 to 255 bytes") == true, "\(String(describing: error))")
     }
 
     @Test func eachClaimCheckRefusesWithItsName() throws {
