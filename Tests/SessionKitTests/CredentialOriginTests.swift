@@ -333,6 +333,16 @@ import Testing
             Issue.record("\(kind?.rawValue ?? "call"): not refused")
         } catch {
             #expect(SessionError.Code.of(error) == code, "\(kind?.rawValue ?? "call"): \(error)")
+            // The refusal names the setting that would allow the request, so a developer knows what to change.
+            let setting: String? =
+                switch code {
+                case .originNotServed: "UserSession.Configuration.credentialScope"
+                case .insecureTransport: "CredentialScope.plainHTTPOrigins"
+                default: nil
+                }
+            if let setting {
+                #expect("\(error)".contains(setting), "\(kind?.rawValue ?? "call"): \(error)")
+            }
         }
     }
 }

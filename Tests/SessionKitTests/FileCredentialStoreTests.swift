@@ -113,6 +113,34 @@ import Testing
         #endif
     }
 
+    /// A stopped watcher calls its handler no more, though the object lives on: a session that stopped listening
+    /// (its manager gone) must not be ended by a notice meant for whoever listens now. A second watcher started
+    /// first is the witness that each notice was delivered.
+    @Test func aStoppedChangeWatcherCallsItsHandlerNoMore() async throws {
+        try await TemporaryDirectory.with { root in
+            let store = try FileCredentialStore(directory: root.appendingPathComponent("credentials"))
+            let lock = try #require(store.refreshLock)
+            let witnessed = Lock(0)
+            let witness = try #require(StoreChangeWatcher(lock: lock) { witnessed.withLock { $0 += 1 } })
+            defer { witness.stop() }
+            let calls = Lock(0)
+            let watcher = try #require(StoreChangeWatcher(lock: lock) { calls.withLock { $0 += 1 } })
+            lock.announceChange()
+            #expect(
+                await eventually(within: .seconds(30)) {
+                    witnessed.withLock { $0 } >= 1 && calls.withLock { $0 } >= 1
+                })
+            watcher.stop()
+            let before = calls.withLock { $0 }
+            for round in 2...3 {
+                lock.announceChange()
+                #expect(await eventually(within: .seconds(30)) { witnessed.withLock { $0 } >= round })
+            }
+            #expect(calls.withLock { $0 } == before, "the stopped watcher was told of a notice")
+            withExtendedLifetime(watcher) {}
+        }
+    }
+
     @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("shared")
@@ -121,6 +149,19 @@ import Testing
             _ = try FileCredentialStore(directory: directory)
             #expect(mode(of: directory) == 0o700)
         }
+    }
+
+    /// A directory whose missing parent cannot be made (under `/proc`, where no one may create one, root included)
+    /// is refused at that parent, which the message names.
+    @Test func aParentThatCannotBeCreatedIsNamed() throws {
+        #if os(Linux)
+            let parent = "/proc/sessionkit-\(UUID().uuidString)"
+            let error = try #require(throws: SessionError.self) {
+                try FileCredentialStore(directory: URL(fileURLWithPath: parent + "/credentials"))
+            }
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains("cannot be created (\(parent))"), "\(error.message)")
+        #endif
     }
 
     @Test func refusesAPathThatIsAFile() async throws {

@@ -88,6 +88,23 @@ import Testing
         server.requests.map { $0.header("Range") ?? "-" }
     }
 
+    /// `Accept-Encoding: identity` is what SessionKit asks when the caller asked nothing; an encoding the caller
+    /// chose is the caller's, and goes on every range as given.
+    @Test func theCallersOwnAcceptEncodingIsKept() async throws {
+        let body = Self.pattern(Self.segment * 2 + 10)
+        try await LocalServer.withRunning { server async throws in
+            Self.serve(body, on: server)
+            let session = Self.session()
+            defer { session.end() }
+            var request = get(server, "/file.bin")
+            request.setValue("identity;q=1, *;q=0", forHTTPHeaderField: "Accept-Encoding")
+            let (file, _) = try await session.download(for: request)
+            #expect(try Data(contentsOf: file) == body)
+            #expect(server.requests.count == 3)
+            #expect(server.requests.allSatisfy { $0.header("Accept-Encoding") == "identity;q=1, *;q=0" })
+        }
+    }
+
     // MARK: - Ranges joined
 
     @Test func aLargeDownloadIsFetchedInRangesAndAssembledIntoTheWholeBody() async throws {

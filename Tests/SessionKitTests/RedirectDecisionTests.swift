@@ -79,6 +79,15 @@ import Testing
         #expect(Origin(scheme: "https", host: "example.com", port: 65536) == nil)
         #expect(Origin(scheme: "HTTPS", host: "Example.COM", port: 443)?.description == "https://example.com")
         #expect(Origin(scheme: "http", host: "[::1]", port: 8080)?.description == "http://[::1]:8080")
+        // Only the scheme's own default port goes unwritten: a port below it or above it is another origin, and its
+        // name (which keys the DPoP nonces an origin gave and names it in diagnostics) says so.
+        for (scheme, port, shown) in [
+            ("https", 442, "https://example.com:442"), ("https", 80, "https://example.com:80"),
+            ("https", 444, "https://example.com:444"), ("http", 79, "http://example.com:79"),
+            ("http", 80, "http://example.com"), ("https", 443, "https://example.com"),
+        ] {
+            #expect(Origin(scheme: scheme, host: "example.com", port: port)?.description == shown)
+        }
     }
 
     @Test(arguments: [
@@ -232,7 +241,17 @@ import Testing
         #expect(next.httpMethod == expected)
         let keepsBody = expected == method && expected != "HEAD"
         #expect((next.httpBody != nil) == keepsBody)
-        #expect((next.value(forHTTPHeaderField: "Content-Type") != nil) == keepsBody)
+        // Every field that describes the body (RFC 9110 §8.3–8.7) goes with it, and stays with a body kept.
+        var described = Self.request("https://api.example.com/a", method: method, body: #"{"n":1}"#)
+        let bodyFields = ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location"]
+        for field in bodyFields { described.setValue(field == "Content-Length" ? "7" : "x", forHTTPHeaderField: field) }
+        guard case .follow(let described, _) = Self.decide(status, "/b", after: described) else {
+            Issue.record("not followed")
+            return
+        }
+        for field in bodyFields {
+            #expect((described.value(forHTTPHeaderField: field) != nil) == keepsBody, "\(field)")
+        }
     }
 
     @Test func anHTTPSRedirectToPlainHTTPIsRefusedSameHostOrNot() {

@@ -382,6 +382,13 @@ import Testing
             try await session.webSocket(for: URLRequest(url: URL(string: "ftp://127.0.0.1/socket")!))
         }
         #expect(refused?.code == .invalidInput)
+        // Every scheme a WebSocket URL may have (RFC 6455 §3, and the http/https forms URLSession takes), in any
+        // case, makes a task that carries the token.
+        for scheme in ["ws", "wss", "http", "https", "WSS", "Https"] {
+            let other = try await session.webSocket(for: URLRequest(url: URL(string: "\(scheme)://127.0.0.1:9/s")!))
+            #expect(
+                other.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice", "\(scheme)")
+        }
 
         session.end()
         let finished = await eventually(within: .seconds(60)) { task.state == .completed }

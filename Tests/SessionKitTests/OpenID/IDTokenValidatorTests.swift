@@ -121,6 +121,11 @@ struct TestIssuer {
         let longest = String(repeating: "s", count: 255)
         claims["sub"] = .string(longest)
         #expect(try check(try issuer.token(claims), issuer: issuer).account.subject == longest)
+        // One longer is refused, and the refusal says the bound, so whoever reads it knows why.
+        claims["sub"] = .string(longest + "s")
+        let error = #expect(throws: SessionError.self) { try check(try issuer.token(claims), issuer: issuer) }
+        #expect(error?.idTokenCheck == .subject)
+        #expect(error?.message.contains("1 to 255 bytes") == true, "\(String(describing: error))")
     }
 
     @Test func eachClaimCheckRefusesWithItsName() throws {
@@ -306,6 +311,26 @@ struct TestIssuer {
         #expect(failedCheck(critical, issuer: issuer) == .critical)
         let kidNumber = try issuer.token(issuer.claims(), header: ["kid": .number(1)])
         #expect(failedCheck(kidNumber, issuer: issuer) == .format)
+    }
+
+    /// A key fits by its type first (RFC 7518 §6: `crv` is an EC or OKP member): an RSA key that carries a
+    /// `"crv":"P-256"` is never chosen for ES256, and the refusal says the named key is not an ES256 signing key.
+    @Test func aKeyOfAnotherTypeNeverFitsWhateverCurveItNames() throws {
+        let rsa: JSONValue = .object([
+            "kty": .string("RSA"), "kid": .string("k"), "crv": .string("P-256"), "e": .string("AQAB"),
+            "n": .string(Base64URL.encode([UInt8](repeating: 0xC5, count: 256))),
+        ])
+        let set = try JSONWebKeySet(json: Array(JSONValue.object(["keys": .array([rsa])]).serialized.utf8))
+        guard case .refused(let reason) = set.select(keyID: "k", algorithm: .es256) else {
+            Issue.record("an RSA key was chosen to verify ES256")
+            return
+        }
+        #expect(reason.contains("not a ES256 signing key"), "\(reason)")
+        // The same key is chosen for what it is.
+        guard case .key = set.select(keyID: "k", algorithm: .rs256) else {
+            Issue.record("the RSA key does not fit RS256")
+            return
+        }
     }
 
     @Test func aKeySetWithoutKidsServesATokenWithoutAKidOnlyWhenOneKeyFits() throws {

@@ -118,6 +118,29 @@ import Testing
         }
     }
 
+    /// Discovery is kept for `metadataLifetime` on the client's clock, and the document fetched once it has passed
+    /// replaces the kept one: the next call within the new lifetime asks the provider nothing.
+    @Test func aDocumentFetchedAfterItsLifetimeReplacesTheKeptOne() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock()
+            let provider = OpenIDProvider(
+                configuration: .init(
+                    issuer: mock.server.url("/issuer"), clientID: "my-app",
+                    validation: IDTokenValidation(algorithms: [.es256]), metadataLifetime: .seconds(60), clock: clock))
+            let fetches = { mock.server.requests.filter { $0.path.hasSuffix("/openid-configuration") }.count }
+            _ = try await provider.metadata()
+            _ = try await provider.metadata()
+            #expect(fetches() == 1)
+            clock.advance(by: .seconds(61))
+            _ = try await provider.metadata()
+            #expect(fetches() == 2, "a document past its lifetime is fetched again")
+            _ = try await provider.metadata()
+            clock.advance(by: .seconds(59))
+            _ = try await provider.metadata()
+            #expect(fetches() == 2, "the document fetched after the lifetime was kept")
+        }
+    }
+
     @Test func discoveryRefusesADocumentNamingAnotherIssuer() async throws {
         try await Self.withProvider { mock in
             mock.discoveryIssuer.withLock { $0 = "https://evil.example" }
@@ -239,6 +262,25 @@ import Testing
                 _ = try await provider.validate(idToken: expired, nonce: nil, accessToken: nil)
             }
             #expect(error?.idTokenCheck == .expiry)
+        }
+    }
+
+    /// The provider's time is read again after a refetch: the refetch's answer is the provider's latest `Date`, so
+    /// a provider whose clock was stepped an hour ahead since its keys were cached (its new key's token issued at its
+    /// new time) is judged at that time, not at the one the cached keys were read with.
+    @Test func aTokenFoundByARefetchIsJudgedAtTheTimeTheRefetchShowed() async throws {
+        try await Self.withProvider { mock in
+            let clock = ManualClock(wallClock: Date())
+            let provider = mock.provider(clock: clock)
+            let first = try #require(mock.keys.withLock { $0.first })
+            _ = try await provider.validate(idToken: try mock.token(by: first), nonce: nil, accessToken: nil)
+
+            mock.skew.withLock { $0 = 3600 }
+            let rotated = try TestIssuer(keyID: "k2")
+            mock.keys.withLock { $0.append(rotated) }
+            let claims = try await provider.validate(idToken: try mock.token(by: rotated), nonce: nil, accessToken: nil)
+            #expect(claims.subject == "alice")
+            #expect(provider.keySetFetchCount == 2)
         }
     }
 
