@@ -167,6 +167,12 @@ import Testing
                 let error = #expect(throws: SessionError.self, "\(url)") { try Diagnostics.file(at: url) }
                 #expect(error?.code == .invalidInput, "\(url)")
             }
+            // A device opens for writing, and is refused for what it is, which the message says.
+            let device = #expect(throws: SessionError.self) {
+                try Diagnostics.file(at: URL(fileURLWithPath: "/dev/null"))
+            }
+            #expect(device?.code == .invalidInput)
+            #expect(device?.message.contains("not a regular file") == true, "\(String(describing: device))")
             let unused = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             #expect(unused == ["pipe"], "nothing was created for a refused sink")
         }

@@ -382,19 +382,30 @@ import Testing
             try await session.webSocket(for: URLRequest(url: URL(string: "ftp://127.0.0.1/socket")!))
         }
         #expect(refused?.code == .invalidInput)
-        // Every scheme a WebSocket URL may have (RFC 6455 §3, and the http/https forms URLSession takes), in any
-        // case, makes a task that carries the token.
-        for scheme in ["ws", "wss", "http", "https", "WSS", "Https"] {
-            let other = try await session.webSocket(for: URLRequest(url: URL(string: "\(scheme)://127.0.0.1:9/s")!))
-            #expect(
-                other.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice", "\(scheme)")
-        }
 
         session.end()
         let finished = await eventually(within: .seconds(60)) { task.state == .completed }
         #expect(finished)
         let transfers = try #require(session.lifetime.withLock { $0.transfers })
         #expect(transfers.inFlight == 0)
+    }
+
+    /// Every scheme a WebSocket URL may have (RFC 6455 §3, and the http/https forms URLSession takes), in any case,
+    /// makes a task that carries the token; `end()` finishes them all.
+    @Test func everyWebSocketSchemeInAnyCaseMakesATaskCarryingTheToken() async throws {
+        let session = UserSession(account: alice, tokens: tokens("alice"))
+        var tasks: [URLSessionWebSocketTask] = []
+        for scheme in ["ws", "wss", "http", "https", "WSS", "Https"] {
+            let task = try await session.webSocket(for: URLRequest(url: URL(string: "\(scheme)://127.0.0.1:9/s")!))
+            #expect(
+                task.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice", "\(scheme)")
+            tasks.append(task)
+        }
+        session.end()
+        let finished = await eventually(within: .seconds(60)) { [tasks] in tasks.allSatisfy { $0.state == .completed } }
+        #expect(finished)
+        let transfers = try #require(session.lifetime.withLock { $0.transfers })
+        #expect(await eventually(within: .seconds(60)) { transfers.inFlight == 0 })
     }
 
     // MARK: - Refused after end()
