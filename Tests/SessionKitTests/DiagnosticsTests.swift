@@ -245,4 +245,12 @@ import Testing
         sink.flush()
         #expect(lines.withLock { $0 } == [event.jsonLine])
     }
+
+    /// An event's `milliseconds` field is the whole milliseconds of the duration, rounded down.
+    @Test func durationsAreToldInWholeMilliseconds() {
+        #expect(Duration.zero.diagnosticMilliseconds == "0")
+        #expect(Duration.milliseconds(5).diagnosticMilliseconds == "5")
+        #expect((Duration.seconds(1) + .microseconds(234_999)).diagnosticMilliseconds == "1234")
+        #expect(Duration.seconds(3600).diagnosticMilliseconds == "3600000")
+    }
 }

@@ -350,6 +350,25 @@ import Testing
             #expect(Self.ranges(server) == ["bytes=10-19", "-"])
         }
     }
+
+    /// A caller's own `If-Range` is a conditional request of the caller's: it goes as one request, as given, never
+    /// split into ranges of SessionKit's (whose `If-Range` would replace it).
+    @Test func aRequestWithItsOwnIfRangeIsSentAsItIs() async throws {
+        let body = Self.pattern(Self.segment * 3)
+        try await LocalServer.withRunning { server async throws in
+            Self.serve(body, on: server)
+            let session = Self.session()
+            defer { session.end() }
+            var own = get(server, "/file.bin")
+            own.setValue("\"v0\"", forHTTPHeaderField: "If-Range")
+            let (file, response) = try await session.download(for: own)
+            #expect(response.statusCode == 200)
+            #expect(try Data(contentsOf: file) == body)
+            #expect(server.requests.count == 1)
+            #expect(server.requests.first?.header("If-Range") == "\"v0\"")
+            #expect(Self.ranges(server) == ["-"])
+        }
+    }
 }
 
 /// `Content-Range` is read strictly: anything but one well-formed byte range is refused, never guessed at.

@@ -286,7 +286,10 @@ import Testing
         #expect(!stored.contains("alice-secret") && !stored.contains("c2VjcmV0") && !stored.contains("token-alice"))
 
         await manager.signOut(options: .localOnly)
-        #expect(throws: SessionError.self) { try outbox.enqueue(request) }
+        let refused = #expect(throws: SessionError.self) { try outbox.enqueue(request) }
+        // The code says the account's session is over, and the message why: its outbox was closed at sign-out.
+        #expect(refused?.code == .sessionEnded)
+        #expect(refused?.message == "the account was signed out; its outbox is closed")
         #expect(!FileManager.default.fileExists(atPath: file.deletingLastPathComponent().path))
         #expect(manager.outbox(for: alice) !== outbox)
         #expect(manager.outbox(for: alice).pending.isEmpty)

@@ -62,13 +62,17 @@ import Testing
         #expect(request.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice-2")
     }
 
-    /// Without a `minimumValidity`, a token is handed out only with a minute left: one with 50 s left is refreshed
-    /// first, one with 70 s left is handed out as it is.
+    /// Without a `minimumValidity`, a token is handed out only with a minute left: one with 50 s or 59.5 s left is
+    /// refreshed first, one with 60.5 s or 70 s left is handed out as it is.
     @Test func byDefaultATokenIsHandedOutWithAtLeastAMinuteLeft() async throws {
-        for (left, expected, refreshes) in [(50, "token-alice-2", 1), (70, "token-alice", 0)] {
+        let cases: [(Duration, String, Int)] = [
+            (.seconds(50), "token-alice-2", 1), (.milliseconds(59_500), "token-alice-2", 1),
+            (.milliseconds(60_500), "token-alice", 0), (.seconds(70), "token-alice", 0),
+        ]
+        for (left, expected, refreshes) in cases {
             let clock = ManualClock()
             let endpoint = Self.endpoint(lifetime: .seconds(3600), clock: clock)
-            let session = Self.session(lifetime: .seconds(left), clock: clock, endpoint: endpoint)
+            let session = Self.session(lifetime: left, clock: clock, endpoint: endpoint)
             defer { session.end() }
             let token = try await session.withAccessToken { $0 }
             #expect(token == expected, "\(left) s left")

@@ -233,6 +233,11 @@ struct TestIssuer {
         #expect(failedCheck(try issuer.token(claims), issuer: issuer, validator: validator) == .authTime, "too old")
         claims["auth_time"] = .number(TestIssuer.now.timeIntervalSince1970 - 500)
         #expect(failedCheck(try issuer.token(claims), issuer: issuer, validator: validator) == nil)
+        // The leeway (a minute by default) is allowed on top of the age, to the second, and not beyond.
+        claims["auth_time"] = .number(TestIssuer.now.timeIntervalSince1970 - 660)
+        #expect(failedCheck(try issuer.token(claims), issuer: issuer, validator: validator) == nil, "at the bound")
+        claims["auth_time"] = .number(TestIssuer.now.timeIntervalSince1970 - 661)
+        #expect(failedCheck(try issuer.token(claims), issuer: issuer, validator: validator) == .authTime, "past it")
     }
 
     @Test func atHashMustMatchTheAccessTokenWhenPresent() throws {
