@@ -140,6 +140,22 @@ import Testing
         }
     }
 
+    /// A directory that belongs to another user is refused, whatever the two users' numbers: another user could
+    /// read or swap the records there. (Runs where this process may hand a directory to another user, as root.)
+    @Test func aDirectoryOfAnotherUserIsRefused() async throws {
+        guard geteuid() == 0 else { return }
+        try await TemporaryDirectory.with { root in
+            for owner: uid_t in [12_345, 1] {
+                let directory = root.appendingPathComponent("theirs-\(owner)")
+                #expect(mkdir(directory.path, 0o700) == 0)
+                #expect(chown(directory.path, owner, 0) == 0)
+                let error = try #require(throws: SessionError.self) { try FileCredentialStore(directory: directory) }
+                #expect(error.code == .storageFailure)
+                #expect(error.message.contains("belongs to another user (uid \(owner))"), "\(error.message)")
+            }
+        }
+    }
+
     @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("shared")
