@@ -156,6 +156,37 @@ import Testing
         }
     }
 
+    /// Every descriptor a change watcher opens (its inotify descriptor and both ends of its stop pipe) is closed on
+    /// exec: a child process the app starts inherits none, so it cannot hold the watcher's pipe open or read it.
+    @Test func aChangeWatchersDescriptorsAreNotInherited() async throws {
+        #if os(Linux)
+            try await TemporaryDirectory.with { root in
+                let store = try FileCredentialStore(directory: root.appendingPathComponent("credentials"))
+                let lock = try #require(store.refreshLock)
+                // Each open descriptor with what it is open on: a number reused for something else counts as new.
+                let descriptors: @Sendable () -> Set<String> = {
+                    Set(
+                        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+                            name in
+                            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"))
+                                .map { "\(name) \($0)" }
+                        })
+                }
+                let before = descriptors()
+                let watcher = try #require(StoreChangeWatcher(lock: lock) {})
+                defer { watcher.stop() }
+                let opened = descriptors().subtracting(before).filter {
+                    $0.contains(" pipe:") || $0.contains("inotify")
+                }
+                #expect(opened.count == 3, "the inotify descriptor and the pipe's two ends: \(opened.sorted())")
+                for entry in opened {
+                    let descriptor = try #require(Int32(entry.prefix { $0 != " " }))
+                    #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "\(entry) is inherited")
+                }
+            }
+        #endif
+    }
+
     @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("shared")
