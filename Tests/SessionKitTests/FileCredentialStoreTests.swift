@@ -141,6 +141,53 @@ import Testing
         }
     }
 
+    /// A directory that belongs to another user is refused, whatever the two users' numbers: another user could
+    /// read or swap the records there. (Runs where this process may hand a directory to another user, as root.)
+    @Test func aDirectoryOfAnotherUserIsRefused() async throws {
+        guard geteuid() == 0 else { return }
+        try await TemporaryDirectory.with { root in
+            for owner: uid_t in [12_345, 1] {
+                let directory = root.appendingPathComponent("theirs-\(owner)")
+                #expect(mkdir(directory.path, 0o700) == 0)
+                #expect(chown(directory.path, owner, 0) == 0)
+                let error = try #require(throws: SessionError.self) { try FileCredentialStore(directory: directory) }
+                #expect(error.code == .storageFailure)
+                #expect(error.message.contains("belongs to another user (uid \(owner))"), "\(error.message)")
+            }
+        }
+    }
+
+    /// Every descriptor a change watcher opens (its inotify descriptor and both ends of its stop pipe) is closed on
+    /// exec: a child process the app starts inherits none, so it cannot hold the watcher's pipe open or read it.
+    @Test func aChangeWatchersDescriptorsAreNotInherited() async throws {
+        #if os(Linux)
+            try await TemporaryDirectory.with { root in
+                let store = try FileCredentialStore(directory: root.appendingPathComponent("credentials"))
+                let lock = try #require(store.refreshLock)
+                // Each open descriptor with what it is open on: a number reused for something else counts as new.
+                let descriptors: @Sendable () -> Set<String> = {
+                    Set(
+                        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+                            name in
+                            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"))
+                                .map { "\(name) \($0)" }
+                        })
+                }
+                let before = descriptors()
+                let watcher = try #require(StoreChangeWatcher(lock: lock) {})
+                defer { watcher.stop() }
+                let opened = descriptors().subtracting(before).filter {
+                    $0.contains(" pipe:") || $0.contains("inotify")
+                }
+                #expect(opened.count == 3, "the inotify descriptor and the pipe's two ends: \(opened.sorted())")
+                for entry in opened {
+                    let descriptor = try #require(Int32(entry.prefix { $0 != " " }))
+                    #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "\(entry) is inherited")
+                }
+            }
+        #endif
+    }
+
     @Test func tightensAnExistingDirectoryWithWiderPermissions() async throws {
         try await TemporaryDirectory.with { root in
             let directory = root.appendingPathComponent("shared")

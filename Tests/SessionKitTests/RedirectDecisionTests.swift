@@ -95,7 +95,8 @@ import Testing
         ("http://[::1]/", true), ("http://128.0.0.1", false), ("http://127.0.0.1.example.com", false),
         ("http://localhost.example.com", false), ("http://127.0.0", false), ("http://127.0.0.256", false),
         ("http://10.0.0.1", false), ("http://127.0.0.", false), ("http://127..0.1", false),
-        ("http://127.0.0.1.", false),
+        ("http://127.0.0.1.", false), ("http://127.0.0.1a", false), ("http://127.0.0.0001", false),
+        ("http://127.x.0.1", false),
     ])
     func loopbackIsTheLocalHostNameAndTheLoopbackAddressesOnly(_ url: String, _ expected: Bool) throws {
         #expect(try #require(Self.origin(url)).isLoopback == expected)

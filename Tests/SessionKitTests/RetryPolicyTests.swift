@@ -25,6 +25,19 @@ import Testing
         #expect(!policy.retries(status: 503))
     }
 
+    /// Every field of a policy can be changed after it is made (the documented way to adjust the default one), and
+    /// the policy then follows the new values.
+    @Test func everyFieldCanBeChangedAfterThePolicyIsMade() {
+        var policy = RetryPolicy()
+        policy.maximumAttempts = 7
+        policy.baseDelay = .milliseconds(10)
+        policy.maximumDelay = .milliseconds(40)
+        policy.usesJitter = false
+        #expect(policy.maximumAttempts == 7)
+        #expect(policy.delay(beforeAttempt: 2, retryAfter: nil, random: 0.5) == .milliseconds(10))
+        #expect(policy.delay(beforeAttempt: 6, retryAfter: nil, random: 0.5) == .milliseconds(40))
+    }
+
     /// The ceiling doubles with each attempt up to 2^30 times the base and stays there (the shift never overflows,
     /// whatever the attempt number): seen with a base small enough that the maximum delay is not what stops it.
     @Test func theCeilingStopsDoublingAfterThirtyDoublings() {
