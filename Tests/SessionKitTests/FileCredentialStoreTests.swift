@@ -76,6 +76,13 @@ import Testing
             #expect(StoreChangeWatcher.names(wanted, in: shifted[7...]))
             #expect(!StoreChangeWatcher.names(wanted, in: (event(".refresh.lock") + event("alice.record"))[...]))
             #expect(StoreChangeWatcher.names(wanted, in: event("", mask: UInt32(IN_Q_OVERFLOW))[...]), "overflow")
+            // An event whose name runs past the batch is refused, never read beyond it: cut the wanted one short.
+            let whole = event(".refresh.lock-changes")
+            for cut in [1, 8, 16] {
+                #expect(!StoreChangeWatcher.names(wanted, in: whole.dropLast(cut)), "cut by \(cut)")
+                #expect(
+                    !StoreChangeWatcher.names(wanted, in: (shifted[7...] + whole.dropLast(cut)).dropFirst(batch.count)))
+            }
         }
     #endif
 
