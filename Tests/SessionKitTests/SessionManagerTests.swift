@@ -545,38 +545,6 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
-    /// A write the app starts after the detach, through a reference to the session it kept, is waited for too (by
-    /// its policy), like one in flight at the detach: here it starts while sign-out tells observers that `current`
-    /// changed, and sign-out's report counts it as waited for once it finishes.
-    @Test func aWriteStartedAfterTheDetachIsWaitedForByItsPolicy() async throws {
-        let gate = Gate()
-        try await LocalServer.withRunning { server in
-            let (manager, session) = try await signedInWithHeldRating(server, gate)
-            let late = Lock<Task<(Data, HTTPURLResponse), any Error>?>(nil)
-            let registered = Lock(false)
-            withObservationTracking {
-                _ = manager.current
-            } onChange: {
-                // Runs on sign-out's thread, between the detach and the wait for writes.
-                late.withLock {
-                    $0 = Task { try await session.write(post(server, "/rating"), policy: .wait(.seconds(30))) }
-                }
-                let deadline = Date().addingTimeInterval(10)
-                while session.pendingWrites.isEmpty, Date() < deadline { usleep(1000) }
-                registered.withLock { $0 = !session.pendingWrites.isEmpty }
-            }
-            let signOut = Task { await manager.signOut(options: .localOnly) }
-            await gate.waitForArrivals(1)
-            gate.open()
-            let report = try #require(await signOut.value)
-            #expect(registered.withLock { $0 }, "the late write was not registered in time")
-            let (_, response) = try #require(try await late.withLock { $0 }?.value)
-            #expect(response.statusCode == 200)
-            #expect(report.writesWaitedFor == 1)
-            #expect(report.writesAbandoned == 0)
-        }
-    }
-
     /// Alice signed in to a new manager; the server holds her `POST /rating` until `gate` opens.
     private func signedInWithHeldRating(
         _ server: LocalServer, _ gate: Gate
