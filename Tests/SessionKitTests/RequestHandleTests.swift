@@ -270,14 +270,6 @@ import Testing
         server.route("/quick") { _ in .json("{}") }
     }
 
-    /// Runs `body`, which blocks, on a thread of its own (never one of Swift's cooperative pool) and returns what it
-    /// returned.
-    private func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
-        await withCheckedContinuation { (done: CheckedContinuation<Result, Never>) in
-            Thread { done.resume(returning: body()) }.start()
-        }
-    }
-
     /// Holds FoundationNetworking's work queue, which every URLSession of the process targets: a request of a
     /// session whose completion handlers run on that queue (``ImmediateDelegateQueue``) blocks in its handler until
     /// an event is signalled, or for a second if it is not (what it waits for takes microseconds when nothing waits

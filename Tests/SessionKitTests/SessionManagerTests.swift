@@ -1,9 +1,8 @@
 import Foundation
 import Observation
+import SessionKit
 import SessionKitTesting
 import Testing
-
-@testable import SessionKit
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

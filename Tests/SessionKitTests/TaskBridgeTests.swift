@@ -14,10 +14,8 @@ import Testing
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct TaskBridgeTests {
     struct TimedOut: Error {}
 
-    /// A caller cancelled after its exchange's deadline had passed, but before the exchange's answer came back, is
-    /// told of its cancellation, never of a timeout: it stopped waiting itself, and a caller that treats a timeout
-    /// as "the server is slow, try again" must not retry a call it cancelled.
-    @Test func aCallerCancelledOnceItsDeadlineHadPassedIsToldOfTheCancellationNotATimeout() async throws {
+    /// Runs `body` with a URL whose server holds every request until the test ends, and a URLSession to send it on.
+    static func withHeldRequest(_ body: (URL, URLSession) async throws -> Void) async throws {
         let gate = Gate()
         try await LocalServer.withRunning { server async throws in
             server.route("/held") { _ in
@@ -26,11 +24,20 @@ import Testing
             }
             let urlSession = URLSession(configuration: .ephemeral)
             defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
+            defer { gate.open() }
+            try await body(server.url("/held"), urlSession)
+        }
+    }
+
+    /// A caller cancelled after its exchange's deadline had passed, but before the exchange's answer came back, is
+    /// told of its cancellation, never of a timeout: it stopped waiting itself, and a caller that treats a timeout
+    /// as "the server is slow, try again" must not retry a call it cancelled.
+    @Test func aCallerCancelledOnceItsDeadlineHadPassedIsToldOfTheCancellationNotATimeout() async throws {
+        try await Self.withHeldRequest { url, urlSession in
             let handle = RequestHandle()
             // The completion the deadline's cancellation causes waits until the caller has been cancelled too.
             let completionReached = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
-            let url = server.url("/held")
             let call = Task {
                 try await TaskBridge.run(
                     handle: handle, cancellingThrough: urlSession, deadline: .milliseconds(50),
@@ -43,13 +50,11 @@ import Testing
                     }
                 }
             }
-            await Self.waitOffThePool(completionReached)
+            await onThreadOfItsOwn { completionReached.wait() }
             #expect(handle.hasExpired, "the deadline's cancellation came first")
             call.cancel()
             release.signal()
-            let outcome = await call.result
-            gate.open()
-            guard case .failure(let error) = outcome else {
+            guard case .failure(let error) = await call.result else {
                 Issue.record("a cancelled call returned a value")
                 return
             }
@@ -61,15 +66,7 @@ import Testing
     /// Without a cancellation, the same deadline is told as the caller's timeout: the test above is about the
     /// cancellation, not a deadline that never maps.
     @Test func aCallWhoseDeadlinePassedIsToldOfTheTimeout() async throws {
-        let gate = Gate()
-        try await LocalServer.withRunning { server async throws in
-            server.route("/held") { _ in
-                await gate.wait()
-                return .json("{}")
-            }
-            let urlSession = URLSession(configuration: .ephemeral)
-            defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
-            let url = server.url("/held")
+        try await Self.withHeldRequest { url, urlSession in
             let outcome = await Task {
                 try await TaskBridge.run(
                     cancellingThrough: urlSession, deadline: .milliseconds(50), onTimeout: { _ in TimedOut() },
@@ -80,22 +77,11 @@ import Testing
                     }
                 }
             }.result
-            gate.open()
             guard case .failure(let error) = outcome else {
                 Issue.record("a call past its deadline returned a value")
                 return
             }
             #expect(error is TimedOut, "\(error)")
-        }
-    }
-
-    /// Waits for `semaphore` on a thread of its own, never one of Swift's cooperative pool.
-    static func waitOffThePool(_ semaphore: DispatchSemaphore) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread {
-                semaphore.wait()
-                done.resume()
-            }.start()
         }
     }
 }

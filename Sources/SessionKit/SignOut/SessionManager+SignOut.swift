@@ -96,7 +96,8 @@ extension SessionManager {
         var tokens: TokenSet?
         var serverSteps: Task<SignOutReport, Never>?
         var planned: [SignOutPlan.ServerStep] = []
-        for phase in SignOutPlan(wasCurrent: wasCurrent, options: options).phases {
+        let plan = SignOutPlan(wasCurrent: wasCurrent, options: options)
+        for phase in plan.phases {
             switch phase {
             case .seal:
                 // A refresh that still completes serves its last requests and its revocation, from memory.
@@ -148,7 +149,8 @@ extension SessionManager {
                 }
             }
         }
-        if !options.waitForServer {
+        // A plan that does not wait for the server steps reports each one it started as running in the background.
+        if !plan.phases.contains(.awaitServerSteps) {
             for step in planned { report[step] = .inBackground }
         }
         diagnoseSteps(of: report)

@@ -107,3 +107,11 @@ enum TimeLimit {
         return minutes * max(1, (count + reference - 1) / reference)
     }
 }
+
+/// Runs `body`, which blocks, on a thread of its own (never one of Swift's cooperative pool) and returns what it
+/// returned.
+func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { (done: CheckedContinuation<Result, Never>) in
+        Thread { done.resume(returning: body()) }.start()
+    }
+}
