@@ -58,8 +58,9 @@ public final class Outbox: Sendable {
     /// The account the outbox belongs to.
     public let account: Account
     private let file: URL?
-    private let entries: Lock<[Entry]>
-    private let closed = Lock(false)
+    /// The queued writes, and whether the account's purge closed the outbox: one lock, so that a write is either
+    /// queued before the close (and forgotten by it) or refused after it, never written once the purge has run.
+    private let state: Lock<(entries: [Entry], closed: Bool)>
 
     init(account: Account, file: URL?) {
         self.account = account
@@ -68,12 +69,12 @@ public final class Outbox: Sendable {
         if let file, let data = try? Data(contentsOf: file) {
             loaded = (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
         }
-        self.entries = Lock(loaded)
+        self.state = Lock((loaded, false))
     }
 
     /// The queued writes, oldest first, as they will be sent: without credentials (the session that flushes them
     /// adds its own), each with the `Idempotency-Key` it was given at enqueue.
-    public var pending: [URLRequest] { entries.withLock { $0 }.map(\.request) }
+    public var pending: [URLRequest] { state.withLock { $0.entries }.map(\.request) }
 
     /// Queues a write, and writes the queue to the account's directory before returning.
     ///
@@ -85,13 +86,12 @@ public final class Outbox: Sendable {
     ///   out and its outbox closed).
     public func enqueue(_ request: URLRequest) throws {
         let entry = try Entry(request)
-        try entries.withLock { entries in
-            // Checked under the entries' lock, which `close()` takes too: nothing lands after the purge.
-            guard !closed.withLock({ $0 }) else {
+        try state.withLock { state in
+            guard !state.closed else {
                 throw SessionError(.sessionEnded, "the account was signed out; its outbox is closed")
             }
-            entries.append(entry)
-            try persist(entries)
+            state.entries.append(entry)
+            try persist(state.entries)
         }
     }
 
@@ -107,11 +107,13 @@ public final class Outbox: Sendable {
             throw SessionError(.invalidInput, "an outbox is replayed only by a session of its own account")
         }
         var sent = 0
-        while let entry = entries.withLock({ $0.first }) {
+        while let entry = state.withLock({ $0.entries.first }) {
             _ = try await session.write(entry.request, policy: .discard)
-            try entries.withLock { entries in
-                if entries.first == entry { entries.removeFirst() }
-                try persist(entries)
+            try state.withLock { state in
+                // A purge that closed the outbox meanwhile forgot the entries; nothing is written after it.
+                guard !state.closed else { return }
+                if state.entries.first == entry { state.entries.removeFirst() }
+                try persist(state.entries)
             }
             sent += 1
         }
@@ -120,14 +122,15 @@ public final class Outbox: Sendable {
 
     /// Closes the outbox at its account's purge: its entries are forgotten and nothing is written any more.
     func close() {
-        entries.withLock { entries in
-            closed.withLock { $0 = true }
-            entries.removeAll()
+        state.withLock { state in
+            state.closed = true
+            state.entries.removeAll()
         }
     }
 
+    /// Writes the queue to the account's directory; called under the lock, only while the outbox is open.
     private func persist(_ entries: [Entry]) throws {
-        guard let file, !closed.withLock({ $0 }) else { return }
+        guard let file else { return }
         do {
             try FileManager.default.createDirectory(
                 at: file.deletingLastPathComponent(),

@@ -1,4 +1,5 @@
 import SessionKitOAuth
+import Synchronization
 
 /// A one-shot result that many waiters can await, each with its own deadline and its own cancellation.
 ///
@@ -8,15 +9,14 @@ final class Broadcast<Value: Sendable>: Sendable {
     private struct State {
         var result: Result<Value, any Error>?
         var waiters: [Int: CheckedContinuation<Value, any Error>] = [:]
-        var nextID = 0
     }
 
     private let state = Lock(State())
+    /// The waiters' ids: each call of ``value(deadline:clock:timeoutError:)`` takes the next before it registers,
+    /// so its timer and its cancellation name it. A counter, not state: nothing else is decided with it.
+    private let nextID = Atomic(0)
 
     init() {}
-
-    /// Whether the result is known.
-    var isResolved: Bool { state.withLock { $0.result != nil } }
 
     /// How many waiters wait now (for tests that order a join before the result).
     var waiterCount: Int { state.withLock { $0.waiters.count } }
@@ -52,10 +52,7 @@ final class Broadcast<Value: Sendable>: Sendable {
         clock: any SessionClock,
         timeoutError: any Error
     ) async throws -> Value {
-        let id = state.withLock { state -> Int in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let timeout = timeoutError
         let timer: Task<Void, Never>? = deadline.map { deadline in
             Task { [weak self] in
