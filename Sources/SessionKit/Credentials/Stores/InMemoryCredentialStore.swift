@@ -2,10 +2,12 @@ import SessionKitOAuth
 
 /// A credential store that keeps records in this process's memory only: for tests and for apps that must
 /// not persist credentials at all.
-public final class InMemoryCredentialStore: CredentialStore {
-    private let records = Lock<[Account: CredentialRecord]>([:])
+///
+/// An actor: each operation runs alone on the records, so none needs a lock of its own.
+public actor InMemoryCredentialStore: CredentialStore {
+    private var records: [Account: CredentialRecord] = [:]
     /// The lock that coordinates the refreshes of the session managers sharing this store, if any.
-    public let refreshLock: CrossProcessLock?
+    public nonisolated let refreshLock: CrossProcessLock?
 
     /// Creates an empty store.
     ///
@@ -19,7 +21,7 @@ public final class InMemoryCredentialStore: CredentialStore {
     ///
     /// - Parameter record: The record to store.
     public func save(_ record: CredentialRecord) async {
-        records.withLock { $0[record.account] = record }
+        records[record.account] = record
     }
 
     /// The record stored for `account`.
@@ -27,25 +29,25 @@ public final class InMemoryCredentialStore: CredentialStore {
     /// - Parameter account: The account to look up.
     /// - Returns: The record, or `nil`.
     public func load(for account: Account) async -> CredentialRecord? {
-        records.withLock { $0[account] }
+        records[account]
     }
 
     /// Deletes the record of `account`.
     ///
     /// - Parameter account: The account whose record to delete.
     public func delete(for account: Account) async {
-        _ = records.withLock { $0.removeValue(forKey: account) }
+        records[account] = nil
     }
 
     /// Deletes every record.
     public func deleteAll() async {
-        records.withLock { $0.removeAll() }
+        records.removeAll()
     }
 
     /// The accounts that have a record.
     ///
     /// - Returns: The accounts.
     public func accounts() async -> [Account] {
-        records.withLock { Array($0.keys) }
+        Array(records.keys)
     }
 }

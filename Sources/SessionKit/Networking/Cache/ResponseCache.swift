@@ -95,7 +95,7 @@ package final class ResponseCache: Sendable {
 
     /// Whether the cache holds no response: then every lookup misses, and a store of a response that may not be
     /// stored has nothing to replace.
-    var isEmpty: Bool { storage.withLock { $0.count == 0 } }
+    var isEmpty: Bool { count == 0 }
 
     /// A request as the cache sees it, derived once for both its lookup and the store of its response: the
     /// primary key, the header fields (read from the request once) and its `Cache-Control`.
