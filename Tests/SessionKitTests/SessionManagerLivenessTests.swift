@@ -294,6 +294,39 @@ import Testing
         #expect(manager.outbox(for: alice) !== outbox)
         #expect(manager.outbox(for: alice).pending.isEmpty)
     }
+
+    /// A flush whose write is answered after the account's purge writes nothing: the purge removed the account's
+    /// folder, and the outbox must not bring back its file (with whatever the flush still held).
+    @Test func aFlushAnsweredAfterThePurgeLeavesNoFileBehind() async throws {
+        try await LocalServer.withRunning { server async throws in
+            let gate = Gate()
+            server.route("POST", "/comment") { _ in
+                await gate.wait()
+                return .status(201)
+            }
+            let root = try temporaryDirectory()
+            let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
+            try await manager.signIn(alice, tokens: tokens("alice"))
+            let outbox = manager.outbox(for: alice)
+            try outbox.enqueue(post(server, "/comment", body: "alice's comment"))
+            let folder = try #require(manager.directory(for: alice))
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("outbox.json").path))
+
+            // The flush goes through a session of the same account the manager does not own, so the sign-out
+            // does not cancel its write: the answer arrives after the purge.
+            let flusher = UserSession(account: alice, tokens: tokens("alice"))
+            defer { flusher.end() }
+            let flush = Task { try await outbox.flush(using: flusher) }
+            await gate.waitForArrivals(1)
+            await manager.signOut(options: .localOnly)
+            #expect(!FileManager.default.fileExists(atPath: folder.path))
+            gate.open()
+
+            #expect(try await flush.value == 1)
+            #expect(!FileManager.default.fileExists(atPath: folder.path))
+            #expect(outbox.pending.isEmpty)
+        }
+    }
 }
 
 /// An in-memory store whose saves fail while told to, as a locked keyring's do.
