@@ -41,16 +41,20 @@ final class TokenRefresher: Sendable {
     let jitterOffset: Duration
     private let state: Lock<Machine>
 
+    /// The flight in progress, if any. Read outside the lock, a flight in progress always has its handle: it is
+    /// launched in the critical section that starts it.
+    private var flight: Flight? { state.withLock { $0.flightHandle } }
+
     /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
-    var callersWaitingForFlight: Int { state.withLock { $0.flightHandle }?.result.waiterCount ?? 0 }
+    var callersWaitingForFlight: Int { flight?.result.waiterCount ?? 0 }
 
     /// Whether a flight is in progress: until it has reported its outcome and left (for tests that wait for a
     /// refresh whose callers went away, and for the owner's reaction to it).
-    var hasFlightInProgress: Bool { state.withLock { $0.flightInProgress != nil } }
+    var hasFlightInProgress: Bool { flight != nil }
 
     /// The task of the flight in progress, if any: it ends once the refresh has committed or reported its outcome
     /// (and the owner has reacted), for ``SessionManager/finishPendingWork(within:)``.
-    var flightTask: Task<Void, Never>? { state.withLock { $0.flightHandle }?.task }
+    var flightTask: Task<Void, Never>? { flight?.task }
 
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
         self.endpoint = endpoint
