@@ -202,7 +202,7 @@ import Testing
     func theMarginIsAtMostHalfTheLifetimeAndKeepsTheJittersShare(
         lifetime: Int, leeway: Int, jitter: Int, offset: Int, expected: Int
     ) {
-        let margin = TokenRefresher.margin(
+        let margin = RefreshStateMachine<Never>.margin(
             lifetime: lifetime == 0 ? nil : .seconds(lifetime),
             leeway: .seconds(leeway),
             jitter: .seconds(jitter),

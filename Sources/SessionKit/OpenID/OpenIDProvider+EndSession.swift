@@ -17,7 +17,7 @@ extension OpenIDProvider {
     ///   - state: An opaque value the provider returns on that redirect; `nil` for none.
     /// - Returns: The URL. It carries the ID token: do not log it.
     /// - Throws: `providerMetadataRejected` when the provider has no `end_session_endpoint`, and what
-    ///   ``metadata()`` throws.
+    ///   ``OpenIDProvider/client()`` throws when the discovery document cannot be read.
     public func endSessionURL(idTokenHint: String, postLogoutRedirectURI: String?, state: String?) async throws -> URL {
         guard let endpoint = try await metadata().endSessionEndpoint else {
             throw SessionError(.providerMetadataRejected, "the provider has no end_session_endpoint")

@@ -45,6 +45,9 @@ import SessionKitOAuth
 /// | another, its access token has time left, not held | `.adopt(stored tokens)`        |
 /// | another, its access token expired, absent or held | `.present(the stored, newest)` |
 ///
+/// What a flight does once it runs (the cross-process lock, an unstored rotation, retries, a rejected grant's
+/// record) is ``Exchange``'s, a value of its own with its own table; the proactive margin is ``margin(lifetime:leeway:jitter:offset:)``.
+///
 /// - Important: A flight commits its tokens to the session before the machine hears ``flightFinished(_:)``, and a
 ///   need reads the session's tokens inside the machine's critical section: a need either finds the flight (and
 ///   joins it) or finds its tokens. It can never hold the refresh token a flight has just presented and find no

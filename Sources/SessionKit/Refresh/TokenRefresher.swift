@@ -14,8 +14,8 @@ import SessionKitOAuth
 ///
 /// Every decision is ``RefreshStateMachine``'s; this type is its effect shell. It owns the machine under one lock
 /// and performs what the machine answers: it creates the flight's task, waits for it through a ``Broadcast``, runs
-/// the exchange with its retries and the store's cross-process lock, commits through the session and reports
-/// events. It is a `final class`, not an actor: all its state is the machine, changed in short synchronous critical
+/// the exchange as ``RefreshStateMachine/Exchange`` directs (the store's cross-process lock, retries, a rejected
+/// grant's record), commits through the session and reports events. It is a `final class`, not an actor: all its state is the machine, changed in short synchronous critical
 /// sections, and nothing it does needs isolation across a suspension (a flight re-checks the session after every
 /// `await`), so an actor would only add a hop and a second serialization in front of the lock.
 ///
@@ -41,16 +41,20 @@ final class TokenRefresher: Sendable {
     let jitterOffset: Duration
     private let state: Lock<Machine>
 
+    /// The flight in progress, if any. Read outside the lock, a flight in progress always has its handle: it is
+    /// launched in the critical section that starts it.
+    private var flight: Flight? { state.withLock { $0.flightHandle } }
+
     /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
-    var callersWaitingForFlight: Int { state.withLock { $0.flightHandle }?.result.waiterCount ?? 0 }
+    var callersWaitingForFlight: Int { flight?.result.waiterCount ?? 0 }
 
     /// Whether a flight is in progress: until it has reported its outcome and left (for tests that wait for a
     /// refresh whose callers went away, and for the owner's reaction to it).
-    var hasFlightInProgress: Bool { state.withLock { $0.flightInProgress != nil } }
+    var hasFlightInProgress: Bool { flight != nil }
 
     /// The task of the flight in progress, if any: it ends once the refresh has committed or reported its outcome
     /// (and the owner has reacted), for ``SessionManager/finishPendingWork(within:)``.
-    var flightTask: Task<Void, Never>? { state.withLock { $0.flightHandle }?.task }
+    var flightTask: Task<Void, Never>? { flight?.task }
 
     init(endpoint: any TokenEndpoint, policy: RefreshPolicy, clock: any SessionClock) {
         self.endpoint = endpoint
@@ -108,38 +112,24 @@ final class TokenRefresher: Sendable {
         return current.expiring ? nil : current.credential
     }
 
-    /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent: the
-    /// instant at which `tokens.isExpired(at:leeway: margin(for: tokens))` becomes true.
+    /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent
+    /// (``RefreshStateMachine/expiringFrom(_:margin:)`` with ``margin(for:)``).
     ///
     /// Called under the session's `lifetime` lock: it reads constants only, never the refresher's lock.
     ///
     /// - Parameter tokens: The tokens in hand.
     /// - Returns: `nil` when the server gave no lifetime (the token never expires by the clock).
     func expiringFrom(_ tokens: TokenSet) -> ContinuousClock.Instant? {
-        tokens.expiresAt.map { $0.advanced(by: .zero - margin(for: tokens)) }
+        Machine.expiringFrom(tokens, margin: margin(for: tokens))
     }
 
-    /// How long before expiry `tokens` are refreshed proactively: the policy's leeway plus this session's share of
-    /// the jitter, scaled down for short-lived tokens so that the margin is never more than half the lifetime.
-    ///
-    /// Without the scaling a 60-second token with the default 60 s leeway would look expired the moment it arrived
-    /// and every request would refresh. Scaled, a token is refreshed at the earliest half-way through its life,
-    /// keeping the jitter's spread in proportion.
+    /// How long before expiry `tokens` are refreshed proactively (``RefreshStateMachine/margin(lifetime:leeway:jitter:offset:)``
+    /// with this session's policy and share of the jitter).
     ///
     /// - Parameter tokens: The tokens in hand.
     /// - Returns: The margin.
     func margin(for tokens: TokenSet) -> Duration {
-        Self.margin(lifetime: tokens.lifetime, leeway: policy.leeway, jitter: policy.jitter, offset: jitterOffset)
-    }
-
-    /// The proactive-refresh margin for a token of `lifetime`; see ``margin(for:)``.
-    static func margin(lifetime: Duration?, leeway: Duration, jitter: Duration, offset: Duration) -> Duration {
-        let full = leeway + offset
-        guard let lifetime, lifetime > .zero else { return full }
-        let ceiling = leeway + jitter
-        let half = lifetime / 2
-        guard ceiling > half, ceiling > .zero else { return full }
-        return full * (half / ceiling)
+        Machine.margin(lifetime: tokens.lifetime, leeway: policy.leeway, jitter: policy.jitter, offset: jitterOffset)
     }
 
     /// Recovers from a 401 to a request sent with `rejectedToken`.

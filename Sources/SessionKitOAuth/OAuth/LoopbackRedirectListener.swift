@@ -1,68 +1,49 @@
 import Foundation
 
-/// Receives the redirect that ends an authorization code grant in a command-line or desktop app, on a loopback
-/// address of its own (RFC 8252 §7.3).
+/// The loopback redirect a command-line or desktop app's browser sign-in ends on (RFC 8252 §7.3): its path, the
+/// pages the browser sees and how long a connection may take.
 ///
-/// The listener binds `127.0.0.1` (the IPv4 loopback literal, never `localhost`, which may resolve elsewhere,
-/// RFC 8252 §8.3) on a port the system picks, and gives the exact ``redirectURI`` to put in the request:
-///
-/// ```swift
-/// let listener = try LoopbackRedirectListener()
-/// let request = try oauth.authorizationRequest(redirectURI: listener.redirectURI)
-/// try await openInBrowser(request.url)
-/// let code = try await listener.authorizationCode(answering: request)
-/// let tokens = try await oauth.exchange(code: code, for: request)
-/// ```
-///
-/// ``OAuthClient/authorizeInBrowser(scope:additionalParameters:expectedIssuer:listener:timeout:open:)`` does all
-/// of it in one call.
-///
-/// What it accepts:
-/// - Exactly one callback: the first `GET` of ``Configuration/path``, whatever its query says. Once it has
-///   arrived the listening socket is closed, so a second callback finds nothing listening (connection refused);
-///   one already connected is answered with the failure page and never delivered.
+/// ``OAuthClient/authorizeInBrowser(scope:additionalParameters:expectedIssuer:listener:timeout:open:)`` and
+/// ``OpenIDProvider/authorizeInBrowser(scope:additionalParameters:listener:timeout:open:)`` bind a listener on
+/// `127.0.0.1` with it for one sign-in, and close it when the sign-in ends. What the listener accepts:
+/// - Exactly one callback: the first `GET` of ``path``, whatever its query says. Once it has arrived the listening
+///   socket is closed, so a second callback finds nothing listening (connection refused); one already connected is
+///   answered with ``failurePage`` and never delivered.
 /// - A request for another path (`/favicon.ico`) is answered 404, another method 405, a `Host` other than
 ///   `127.0.0.1:PORT` 421, a head longer than 8 KiB 431, anything that is not HTTP/1.x 400; none of them uses up
 ///   the callback. Connections are served side by side: one that sends nothing is closed after
-///   ``Configuration/connectionTimeout`` and never delays another.
+///   ``connectionTimeout`` and never delays another.
 /// - The callback is read by ``AuthorizationRequest/authorizationCode(from:expectedIssuer:)``: `state` must match,
 ///   an error response becomes its typed error (`access_denied` is `.accessDenied`).
 ///
-/// The browser is answered with ``Configuration/successPage`` when the code was delivered and
-/// ``Configuration/failurePage`` otherwise; nothing from the callback is ever echoed into a page or an error.
-///
-/// - Important: Thread-safe. One wait per listener: the listening socket is closed when the wait ends, however
-///   it ends (callback, deadline, cancellation), and when the listener is released without a wait. The wait runs
-///   on a thread of its own blocked in `poll`, so it uses neither the cooperative thread pool nor the processor.
-public final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
-    /// What the listener serves and how long a connection may take.
-    public struct Configuration: Sendable {
-        /// The callback path: `/` followed by RFC 3986 path characters, without percent-encoding or a query.
-        public var path: String
-        /// The page a browser sees when the code was delivered.
-        public var successPage: Page
-        /// The page a browser sees when the callback was refused (wrong state, an error response, a second one).
-        public var failurePage: Page
-        /// How long one connection may take from its acceptance to the end of its answer: a connection that
-        /// sends nothing, or too slowly, is closed after it (browsers open idle connections speculatively).
-        public var connectionTimeout: Duration
+/// The browser is answered with ``successPage`` when the code was delivered and ``failurePage`` otherwise; nothing
+/// from the callback is ever echoed into a page or an error.
+public struct LoopbackRedirect: Sendable {
+    /// The callback path: `/` followed by RFC 3986 path characters, without percent-encoding or a query.
+    public var path: String
+    /// The page a browser sees when the code was delivered.
+    public var successPage: Page
+    /// The page a browser sees when the callback was refused (wrong state, an error response, a second one).
+    public var failurePage: Page
+    /// How long one connection may take from its acceptance to the end of its answer: a connection that
+    /// sends nothing, or too slowly, is closed after it (browsers open idle connections speculatively).
+    public var connectionTimeout: Duration
 
-        /// Creates a configuration.
-        ///
-        /// - Parameters:
-        ///   - path: The callback path; `/callback` by default.
-        ///   - successPage: The page after a delivered code; ``Page/signedIn`` by default.
-        ///   - failurePage: The page after a refused callback; ``Page/signInFailed`` by default.
-        ///   - connectionTimeout: The bound on one connection; 10 seconds by default, at most 5 minutes.
-        public init(
-            path: String = "/callback", successPage: Page = .signedIn, failurePage: Page = .signInFailed,
-            connectionTimeout: Duration = .seconds(10)
-        ) {
-            self.path = path
-            self.successPage = successPage
-            self.failurePage = failurePage
-            self.connectionTimeout = connectionTimeout
-        }
+    /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - path: The callback path; `/callback` by default.
+    ///   - successPage: The page after a delivered code; ``Page/signedIn`` by default.
+    ///   - failurePage: The page after a refused callback; ``Page/signInFailed`` by default.
+    ///   - connectionTimeout: The bound on one connection; 10 seconds by default, at most 5 minutes.
+    public init(
+        path: String = "/callback", successPage: Page = .signedIn, failurePage: Page = .signInFailed,
+        connectionTimeout: Duration = .seconds(10)
+    ) {
+        self.path = path
+        self.successPage = successPage
+        self.failurePage = failurePage
+        self.connectionTimeout = connectionTimeout
     }
 
     /// An HTML page the listener answers the browser with.
@@ -127,13 +108,32 @@ public final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
             return result
         }
     }
+}
+
+/// Receives the redirect that ends an authorization code grant in a command-line or desktop app, on a loopback
+/// address of its own (RFC 8252 §7.3), as ``LoopbackRedirect`` describes: the mechanism behind
+/// ``OAuthClient/authorizeInBrowser(scope:additionalParameters:expectedIssuer:listener:timeout:open:)``.
+///
+/// The listener binds `127.0.0.1` (the IPv4 loopback literal, never `localhost`, which may resolve elsewhere,
+/// RFC 8252 §8.3) on a port the system picks, and gives the exact ``redirectURI`` to put in the request.
+///
+/// - Important: Thread-safe. One wait per listener: the listening socket is closed when the wait ends, however
+///   it ends (callback, deadline, cancellation), and when the listener is released without a wait. The wait runs
+///   on a thread of its own blocked in `poll`, so it uses neither the cooperative thread pool nor the processor;
+///   its deadlines are therefore real time, the system's monotonic clock that `poll` counts in, not an injected
+///   ``SessionClock``, which could not wake it.
+package final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
+    /// What the listener serves and how long a connection may take.
+    package typealias Configuration = LoopbackRedirect
+    /// An HTML page the listener answers the browser with.
+    package typealias Page = LoopbackRedirect.Page
 
     /// The redirect URI to register and send: `http://127.0.0.1:PORT/path`, exactly.
-    public let redirectURI: String
+    package let redirectURI: String
     /// The port the system gave the listener.
-    public let port: Int
+    package let port: Int
     /// The configuration the listener was created with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let storage: LoopbackListenerStorage
 
     /// Binds a listening socket on `127.0.0.1` with a port the system picks.
@@ -144,7 +144,7 @@ public final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
     /// - Parameter configuration: The path, pages and connection bound.
     /// - Throws: `SessionError(.invalidInput)` for an unacceptable path or connection bound;
     ///   `.networkUnavailable` when the socket cannot be made (the message says which call failed).
-    public init(configuration: Configuration = Configuration()) throws {
+    package init(configuration: Configuration = Configuration()) throws {
         guard LoopbackHTTP.isValidPath(configuration.path) else {
             throw SessionError(
                 .invalidInput,
@@ -179,7 +179,7 @@ public final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
     }
 
     /// The redirect URI; no code or state ever appears here.
-    public var description: String { "LoopbackRedirectListener(\(redirectURI))" }
+    package var description: String { "LoopbackRedirectListener(\(redirectURI))" }
 
     /// Waits for the one callback, answers the browser, and returns the authorization code it carries.
     ///
@@ -199,7 +199,7 @@ public final class LoopbackRedirectListener: Sendable, CustomStringConvertible {
     ///   first; `.invalidInput` for a request with another redirect URI, a timeout that is not positive, or a
     ///   listener that already waited; `.networkUnavailable` when a system call fails. `CancellationError` when
     ///   the calling task is cancelled.
-    public func authorizationCode(
+    package func authorizationCode(
         answering request: AuthorizationRequest, expectedIssuer: String? = nil, timeout: Duration = .seconds(300)
     ) async throws -> String {
         guard request.redirectURI == redirectURI else {

@@ -66,7 +66,8 @@ extension OAuthClient {
         let clock = configuration.clock
         var state = DevicePollingState(authorization: authorization, receivedAt: receivedAt ?? clock.now)
         let tokenRequest = try makeTokenRequest(.deviceCode(authorization.deviceCode))
-        _ = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint)  // refused before the first wait
+        // Refused before the first wait.
+        _ = try tokenRequest.urlRequest(endpoint: configuration.tokenEndpoint, now: clock.wallNow)
         let key = try grantKey(for: .deviceCode(authorization.deviceCode))
         var retriedForNonce = false
         var next = state.firstPoll

@@ -110,7 +110,10 @@ package final class OAuthTransport: Sendable {
         let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap {
             RetryAfter.parse($0, now: outcome.3)
         }
-        let serverDate = response.value(forHTTPHeaderField: "Date").flatMap { HTTPDate.parse($0) }
+        // An obsolete two-digit year is read against the injected clock's wall time, the one the answer was stamped with.
+        let serverDate = response.value(forHTTPHeaderField: "Date").flatMap {
+            HTTPDate.parse($0, referenceDate: outcome.3)
+        }
         if let serverDate { serverClock?.record(serverDate: serverDate, receivedAtWall: outcome.3) }
         return Answer(
             statusCode: response.statusCode, body: outcome.0, retryAfter: retryAfter, receivedAt: outcome.2,

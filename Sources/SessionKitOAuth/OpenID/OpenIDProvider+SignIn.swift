@@ -4,9 +4,36 @@ import Foundation
     import FoundationNetworking
 #endif
 
-// Signing in through the provider: an authorization request with a nonce, the code exchange, the browser on a
-// loopback listener, and the device grant. Every sign-in's ID token is validated before its account is known.
+// Signing in through the provider: every grant is its client's (``OAuthClient``), run on the client discovery
+// built; the provider adds what OpenID Connect adds to it: `openid` in the scope, a nonce and `max_age` in the
+// authorization request, and the ID token validated before the sign-in's account is known.
 extension OpenIDProvider {
+    /// Runs a grant of the provider's client, then validates the ID token of its answer: how any grant
+    /// ``OAuthClient`` offers becomes a sign-in that proves who signed in.
+    ///
+    /// ```swift
+    /// let signIn = try await provider.signIn { client in
+    ///     try await client.exchange(code: code, for: request)
+    /// }
+    /// ```
+    ///
+    /// ``signIn(code:for:)``, ``authorizeInBrowser(scope:additionalParameters:listener:timeout:open:)`` and
+    /// ``pollDeviceAuthorization(_:receivedAt:)`` are this with the client's own grants.
+    ///
+    /// - Parameters:
+    ///   - nonce: The nonce the authorization request sent, which the ID token must carry; `nil` for a grant whose
+    ///     request sends none (the device grant).
+    ///   - grant: Runs the grant on the client (``client()``) and returns its tokens.
+    /// - Returns: The validated sign-in.
+    /// - Throws: As ``client()``, what `grant` throws, and `idTokenRejected` naming the failed check (a token
+    ///   response without an ID token is refused: was `openid` in the scope?).
+    public func signIn(
+        nonce: String? = nil, using grant: (OAuthClient) async throws -> TokenSet
+    ) async throws -> OpenIDSignIn {
+        let tokens = try await grant(client())
+        return try await verifiedSignIn(tokens, nonce: nonce)
+    }
+
     /// Builds an authorization request with a fresh PKCE pair, state and nonce, asking for `openid`.
     ///
     /// When sign-ins use DPoP (``Configuration/usesDPoP``), the request is made with the sign-in's key, which
@@ -19,7 +46,7 @@ extension OpenIDProvider {
     ///   - additionalParameters: Extra parameters (`prompt`, `login_hint`, …); not `nonce`, and not `max_age`
     ///     (set ``IDTokenValidation/maximumAuthenticationAge``, which sends it and checks `auth_time`).
     /// - Returns: The request; keep it until the callback arrives.
-    /// - Throws: As ``metadata()``, and `invalidInput` as ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``.
+    /// - Throws: As ``client()``, and `invalidInput` as ``OAuthClient/authorizationRequest(redirectURI:scope:additionalParameters:)``.
     public func authorizationRequest(
         redirectURI: String, scope: String? = nil, additionalParameters: [String: String] = [:]
     ) async throws -> AuthorizationRequest {
@@ -47,8 +74,7 @@ extension OpenIDProvider {
         guard let nonce = request.nonce else {
             throw SessionError(.invalidInput, "the authorization request sent no nonce: build it with this provider")
         }
-        let tokens = try await client().exchange(code: code, for: request)
-        return try await verifiedSignIn(tokens, nonce: nonce)
+        return try await signIn(nonce: nonce) { try await $0.exchange(code: code, for: request) }
     }
 
     /// Runs the authorization code grant through the user's browser and a loopback redirect (RFC 8252 §7.3), then
@@ -57,7 +83,7 @@ extension OpenIDProvider {
     /// - Parameters:
     ///   - scope: The scope; `openid` is added when missing.
     ///   - additionalParameters: Extra query parameters.
-    ///   - listener: The listener's path, pages and connection bound.
+    ///   - listener: The loopback redirect's path, pages and connection bound.
     ///   - timeout: How long the user has; 5 minutes by default.
     ///   - open: Shows the URL to the user.
     /// - Returns: The validated sign-in.
@@ -66,25 +92,25 @@ extension OpenIDProvider {
     public func authorizeInBrowser(
         scope: String? = nil,
         additionalParameters: [String: String] = [:],
-        listener: LoopbackRedirectListener.Configuration = .init(),
+        listener: LoopbackRedirect = .init(),
         timeout: Duration = .seconds(300),
         open: (URL) async throws -> Void
     ) async throws -> OpenIDSignIn {
-        let metadata = try await metadata()
-        let listener = try LoopbackRedirectListener(configuration: listener)
-        let request = try await authorizationRequest(
-            redirectURI: listener.redirectURI, scope: scope, additionalParameters: additionalParameters)
-        async let code = listener.authorizationCode(
-            answering: request, expectedIssuer: metadata.issuer, timeout: timeout)
-        try await open(request.url)
-        return try await signIn(code: code, for: request)
+        let issuer = try await metadata().issuer
+        let (tokens, request) = try await client().authorizeInBrowser(
+            expectedIssuer: issuer, listener: listener, timeout: timeout, open: open
+        ) {
+            try await self.authorizationRequest(
+                redirectURI: $0, scope: scope, additionalParameters: additionalParameters)
+        }
+        return try await verifiedSignIn(tokens, nonce: request.nonce)
     }
 
     /// Starts a device authorization grant (RFC 8628) asking for `openid`.
     ///
     /// - Parameter scope: The scope; `openid` is added when missing.
     /// - Returns: The codes to show the user.
-    /// - Throws: As ``OAuthClient/startDeviceAuthorization(scope:)`` and ``metadata()``.
+    /// - Throws: As ``OAuthClient/startDeviceAuthorization(scope:)`` and ``client()``.
     public func startDeviceAuthorization(scope: String? = nil) async throws -> DeviceAuthorizationResponse {
         try await client().startDeviceAuthorization(scope: Self.openIDScope(scope))
     }

@@ -4,8 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One client of an OpenID Connect provider: discovery, sign-in that proves who signed in, refreshes that keep
-/// proving it, and the provider's sign-out.
+/// One client of an OpenID Connect provider: an ``OAuthClient`` made from the provider's discovery document, and
+/// what OpenID Connect adds to it: sign-in that proves who signed in, refreshes that keep proving it, and the
+/// provider's sign-out.
 ///
 /// ```swift
 /// let provider = OpenIDProvider(configuration: .init(
@@ -15,7 +16,8 @@ import Foundation
 /// ```
 ///
 /// The provider's endpoints come from its discovery document (OpenID Connect Discovery 1.0 §4, RFC 8414 as the
-/// fallback), cached for ``Configuration/metadataLifetime``. A revocation endpoint the discovery document does not
+/// fallback), cached for ``Configuration/metadataLifetime``, and configure the client it wraps (``client()``): every
+/// grant is that client's, and ``signIn(nonce:using:)`` makes any of them a validated sign-in. A revocation endpoint the discovery document does not
 /// name is looked for in the provider's RFC 8414 authorization server metadata (django-oauth-toolkit names it only
 /// there), unless ``Configuration/revocationEndpoint`` names one, which wins. Every ID token is validated before
 /// anything is made of it (OpenID Connect Core §3.1.3.7: the signature with the provider's key for its `kid`, the
@@ -100,18 +102,20 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     /// The provider's metadata, from its discovery document (fetched when the cached one is older than
     /// ``Configuration/metadataLifetime``).
     ///
-    /// - Returns: The metadata.
-    /// - Throws: ``SessionError``: `invalidInput` for an unusable issuer URL, `providerMetadataRejected` for a
-    ///   document that names another issuer or an endpoint that is not `https`, `providerOutage` (5xx, 429),
-    ///   `networkUnavailable`, `timedOut`.
-    public func metadata() async throws -> OpenIDProviderMetadata {
+    /// - Throws: As ``client()``.
+    package func metadata() async throws -> OpenIDProviderMetadata {
         try await discovered().metadata
     }
 
-    /// The OAuth client for this provider's endpoints, as its discovery document names them.
+    /// The OAuth client the provider wraps: the one its discovery document (fetched when the cached one is older
+    /// than ``Configuration/metadataLifetime``) configures with the provider's endpoints, this configuration's
+    /// client and rules, and DPoP when the provider takes it. Every grant is the client's; ``signIn(nonce:using:)``
+    /// runs one and validates the ID token of its answer.
     ///
     /// - Returns: The client.
-    /// - Throws: As ``metadata()``.
+    /// - Throws: ``SessionError``: `invalidInput` for an unusable issuer URL, `providerMetadataRejected` for a
+    ///   document that names another issuer or an endpoint that is not `https`, `providerOutage` (5xx, 429),
+    ///   `networkUnavailable`, `timedOut`.
     public func client() async throws -> OAuthClient {
         try await discovered().client
     }
@@ -385,7 +389,7 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     ///   - token: The token.
     ///   - hint: Its type.
     /// - Throws: As ``OAuthClient/revoke(_:hint:)``; `noRevocationEndpoint` when none of the three names one
-    ///   (nothing is sent); as ``metadata()`` when a document cannot be read.
+    ///   (nothing is sent); as ``client()`` when a document cannot be read.
     public func revoke(_ token: String, hint: TokenTypeHint) async throws {
         let client = try await revocationClient()
         guard client.configuration.revocationEndpoint != nil else {

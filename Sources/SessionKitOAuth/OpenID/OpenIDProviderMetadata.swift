@@ -5,29 +5,29 @@ import Foundation
 /// Read strictly: `issuer` must be exactly the issuer that was asked for (Discovery §4.3: otherwise a document
 /// served elsewhere could name another provider's endpoints), and every endpoint must be `https` (plain `http` only
 /// to a loopback host, for tests), with no fragment.
-public struct OpenIDProviderMetadata: Sendable, Hashable {
+package struct OpenIDProviderMetadata: Sendable, Hashable {
     /// `issuer`.
-    public let issuer: String
+    package let issuer: String
     /// `authorization_endpoint`, if the provider has one.
-    public let authorizationEndpoint: URL?
+    package let authorizationEndpoint: URL?
     /// `token_endpoint`.
-    public let tokenEndpoint: URL
+    package let tokenEndpoint: URL
     /// `jwks_uri`: where the provider's signing keys are.
-    public let keySetURL: URL
+    package let keySetURL: URL
     /// `userinfo_endpoint`, if any.
-    public let userInfoEndpoint: URL?
+    package let userInfoEndpoint: URL?
     /// `end_session_endpoint` (OpenID Connect RP-Initiated Logout 1.0 §2.1), if any.
-    public let endSessionEndpoint: URL?
+    package let endSessionEndpoint: URL?
     /// `revocation_endpoint` (RFC 7009), if any.
-    public let revocationEndpoint: URL?
+    package let revocationEndpoint: URL?
     /// `device_authorization_endpoint` (RFC 8628 §4), if any.
-    public let deviceAuthorizationEndpoint: URL?
+    package let deviceAuthorizationEndpoint: URL?
     /// `id_token_signing_alg_values_supported`, as written.
-    public let idTokenSigningAlgorithms: [String]
+    package let idTokenSigningAlgorithms: [String]
     /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1), as written; empty when the provider does not say.
-    public let dpopSigningAlgorithms: [String]
+    package let dpopSigningAlgorithms: [String]
     /// `scopes_supported`, as written; empty when the provider does not say.
-    public let scopes: [String]
+    package let scopes: [String]
 
     /// Reads a discovery document.
     ///

@@ -68,7 +68,7 @@ public struct RetryPolicy: Sendable {
     ///
     /// - Parameter request: The request.
     /// - Returns: `true` for idempotent methods and for requests with an `Idempotency-Key`.
-    public static func isReplayable(_ request: URLRequest) -> Bool {
+    package static func isReplayable(_ request: URLRequest) -> Bool {
         switch HTTPMethod.of(request) {
         case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE": return true
         default: return request.value(forHTTPHeaderField: "Idempotency-Key") != nil

@@ -206,6 +206,39 @@ import Testing
         }
     }
 
+    /// The provider wraps its client: any grant of the client, run through ``OpenIDProvider/signIn(nonce:using:)``,
+    /// is a sign-in whose account comes from the validated ID token; a tampered one is refused for the check it
+    /// breaks, and an answer without an ID token (no `openid` asked) is refused, never taken on trust.
+    @Test func anyGrantOfTheWrappedClientIsAValidatedSignIn() async throws {
+        try await MockAuthorizationServer.withRunning(
+            configuration: .init(clientID: Self.clientID, devicePollingInterval: .zero, openID: true)
+        ) { mock in
+            try mock.addUser("bob")
+            let provider = OpenIDProvider(
+                configuration: .init(
+                    issuer: try #require(URL(string: mock.issuer)), clientID: Self.clientID,
+                    validation: IDTokenValidation(algorithms: [.es256])))
+            func deviceGrant(scope: String) async throws -> OpenIDSignIn {
+                try await provider.signIn { client in
+                    let authorization = try await client.startDeviceAuthorization(scope: scope)
+                    try mock.approveDevice(userCode: authorization.userCode, as: "bob")
+                    return try await client.pollDeviceAuthorization(authorization)
+                }
+            }
+            let signIn = try await deviceGrant(scope: "openid profile")
+            #expect(signIn.account.subject == "bob")
+            #expect(signIn.account.issuer == mock.issuer)
+
+            mock.tamperNextIDToken(.anotherAudience)
+            let tampered = await #expect(throws: SessionError.self) { _ = try await deviceGrant(scope: "openid") }
+            #expect(tampered?.idTokenCheck == .audience)
+
+            let withoutOpenID = await #expect(throws: SessionError.self) { _ = try await deviceGrant(scope: "profile") }
+            #expect(withoutOpenID?.code == .idTokenRejected)
+            #expect(withoutOpenID?.idTokenCheck == .format)
+        }
+    }
+
     // MARK: - Tampering
 
     @Test(arguments: [
