@@ -272,9 +272,10 @@ extension SessionManager {
     /// Runs sign-out's server steps at the same time, each within the one ``SignOutOptions/serverTimeout``, so a
     /// hung endpoint costs the others nothing.
     ///
-    /// One order is kept: the access token's revocation starts once the app's backend step has finished, or half
-    /// the bound has passed, whichever comes first, because a backend that authenticates its sign-out call with the
-    /// access token must see it still valid. Only the `planned` steps run (``SignOutPlan/serverSteps(options:tokens:canRevoke:)``,
+    /// One order is kept, where the plan says so (``SignOutPlan/accessRevocationWaitsForBackend(_:)``): the access
+    /// token's revocation starts once the app's backend step has finished, or half the bound has passed, whichever
+    /// comes first, because a backend that authenticates its sign-out call with the access token must see it still
+    /// valid. Only the `planned` steps run (``SignOutPlan/serverSteps(options:tokens:canRevoke:)``,
     /// which never plans the revocation of an empty token).
     static func runServerSteps(
         _ planned: [SignOutPlan.ServerStep],
@@ -300,21 +301,29 @@ extension SessionManager {
             tell(SignOutPlan.ServerStep.refreshTokenRevocation.rawValue, outcome)
             return outcome
         }()
+        // The app's and the provider's steps of the list, each kind run in the list's order within its one bound.
+        let backends = options.serverSteps.compactMap { step -> (@Sendable (TokenSet) async throws -> Void)? in
+            if case .backend(let call) = step.kind { call } else { nil }
+        }
+        let providerSteps = options.serverSteps.filter { $0.reportedAs == .providerLogout }
+        let waitsForBackend = SignOutPlan.accessRevocationWaitsForBackend(planned)
         async let backendOutcome: SignOutReport.StepOutcome = {
             defer { _ = backendFinished.resolve(.success(())) }
-            guard planned.contains(.serverSession), let terminate = options.terminateServerSession, let tokens else {
-                return .notRequested
+            guard planned.contains(.serverSession), let tokens else { return .notRequested }
+            let outcome = await bounded(until: deadline, clock: clock) {
+                for backend in backends { try await backend(tokens) }
             }
-            let outcome = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
             tell(SignOutPlan.ServerStep.serverSession.rawValue, outcome)
             return outcome
         }()
         async let accessOutcome: SignOutReport.StepOutcome = {
             guard planned.contains(.accessTokenRevocation), let revoker, let accessToken else { return .notRequested }
-            let halfway = clock.now.advanced(by: options.serverTimeout / 2)
-            _ = try? await backendFinished.value(
-                deadline: min(halfway, deadline), clock: clock,
-                timeoutError: SessionError(.timedOut, "backend sign-out still running"))
+            if waitsForBackend {
+                let halfway = clock.now.advanced(by: options.serverTimeout / 2)
+                _ = try? await backendFinished.value(
+                    deadline: min(halfway, deadline), clock: clock,
+                    timeoutError: SessionError(.timedOut, "backend sign-out still running"))
+            }
             let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(accessToken, hint: .accessToken)
             }
@@ -325,8 +334,13 @@ extension SessionManager {
             guard planned.contains(.providerLogout) else { return .notRequested }
             let idToken = tokens?.idToken
             let outcome = await bounded(until: deadline, clock: clock) {
-                try await options.providerLogout?(account)
-                try await options.openIDLogout?.run(idToken: idToken)
+                for step in providerSteps {
+                    switch step.kind {
+                    case .provider(let call): try await call(account)
+                    case .openID(let logout): try await logout.run(idToken: idToken)
+                    default: break
+                    }
+                }
             }
             tell(SignOutPlan.ServerStep.providerLogout.rawValue, outcome)
             return outcome
