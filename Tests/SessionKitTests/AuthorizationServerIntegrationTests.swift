@@ -50,8 +50,8 @@ struct AuthorizationServerIntegrationTests {
         let user = try await server.createUser()
         let oauth = Self.client(server)
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: oauth))
-        let session = try await manager.signIn(Self.account(server, user)) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account = Self.account(server, user)] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         let (data, response) = try await session.data(for: Self.me(server))
         #expect(response.statusCode == 200)
@@ -111,8 +111,8 @@ struct AuthorizationServerIntegrationTests {
         let oauth = Self.client(server)
         let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
-        let session = try await manager.signIn(Self.account(server, user)) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account = Self.account(server, user)] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         let before = try #require(session.tokens)
         try await server.expireAccessToken(before.accessToken)
@@ -202,8 +202,8 @@ struct AuthorizationServerIntegrationTests {
                 let directory = root.appendingPathComponent("credentials")
                 let store = try FileCredentialStore(directory: directory)
                 let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
-                let session = try await manager.signIn(Self.account(server, user)) {
-                    try await oauth.password(username: user.username, password: user.password)
+                let session = try await manager.signIn { [account = Self.account(server, user)] in
+                    (account, try await oauth.password(username: user.username, password: user.password))
                 }
                 let expired = try #require(session.tokens?.accessToken)
                 try await server.expireAccessToken(expired)
@@ -242,8 +242,8 @@ struct AuthorizationServerIntegrationTests {
         let oauth = Self.client(server)
         let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth, revoker: oauth))
-        let session = try await manager.signIn(Self.account(server, user)) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account = Self.account(server, user)] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         let tokens = try #require(session.tokens)
         let report = try #require(await manager.signOut())
@@ -261,8 +261,8 @@ struct AuthorizationServerIntegrationTests {
         let oauth = Self.client(server)
         let store: any CredentialStore = InMemoryCredentialStore()
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: oauth))
-        let session = try await manager.signIn(Self.account(server, user)) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account = Self.account(server, user)] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         let original = try #require(session.tokens?.accessToken)
         // The server rotates at once, then holds its answer for a second and a half.
@@ -298,8 +298,8 @@ struct AuthorizationServerIntegrationTests {
         let manager = SessionManager(
             configuration: .init(store: store, tokenEndpoint: oauth, revoker: offline, dataDirectory: root)
         )
-        let session = try await manager.signIn(Self.account(server, user)) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account = Self.account(server, user)] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         let directory = try #require(manager.directory(for: session.account))
         try Data("cache".utf8).write(to: directory.appendingPathComponent("profile.json"))
@@ -315,11 +315,11 @@ struct AuthorizationServerIntegrationTests {
         let (first, second) = (try await server.createUser(), try await server.createUser())
         let oauth = Self.client(server)
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), tokenEndpoint: oauth))
-        let a = try await manager.signIn(Self.account(server, first)) {
-            try await oauth.password(username: first.username, password: first.password)
+        let a = try await manager.signIn { [account = Self.account(server, first)] in
+            (account, try await oauth.password(username: first.username, password: first.password))
         }
-        let b = try await manager.signIn(Self.account(server, second), makeCurrent: false) {
-            try await oauth.password(username: second.username, password: second.password)
+        let b = try await manager.signIn(makeCurrent: false) { [account = Self.account(server, second)] in
+            (account, try await oauth.password(username: second.username, password: second.password))
         }
         let tokenOf = [
             first.username: try #require(a.tokens?.accessToken), second.username: try #require(b.tokens?.accessToken),
@@ -362,8 +362,8 @@ struct AuthorizationServerIntegrationTests {
             )
         )
         let account = Self.account(server, user)
-        let session = try await manager.signIn(account) {
-            try await oauth.password(username: user.username, password: user.password)
+        let session = try await manager.signIn { [account] in
+            (account, try await oauth.password(username: user.username, password: user.password))
         }
         try await server.control(Fixture.Control(username: user.username, dropNextTokenResponse: true))
         await #expect(throws: SessionError.self) { try await session.refreshTokens() }

@@ -182,7 +182,9 @@ import Testing
             // Registered for the client; the provider redirects there, and nothing needs to listen.
             let postLogoutRedirectURI = "http://127.0.0.1/signed-out"
             let report = await manager.signOut(
-                options: SignOutOptions(openIDLogout: .calling(provider, postLogoutRedirectURI: postLogoutRedirectURI)))
+                options: SignOutOptions(serverSteps: [
+                    .revokeRefreshToken, .openID(.calling(provider, postLogoutRedirectURI: postLogoutRedirectURI)),
+                ]))
             print(report?.providerLogout ?? .notRequested)  // succeeded: the provider answered with that redirect
             // sample-end: openid-sign-out
             #expect(report?.providerLogout == .succeeded)

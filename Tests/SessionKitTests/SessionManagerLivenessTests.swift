@@ -148,7 +148,7 @@ import Testing
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let session = try await manager.signIn(alice, tokens: tokens("alice"))
         await #expect(throws: SessionError.self) {
-            try await manager.signIn(bob) { throw SessionError(code, "no") }
+            try await manager.signIn(authenticate: { throw SessionError(code, "no") })
         }
         #expect(manager.current === session)
         #expect(manager.state == .active(alice, offline: false))

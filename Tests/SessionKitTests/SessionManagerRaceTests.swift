@@ -59,9 +59,9 @@ private final class GatedCredentialStore: CredentialStore {
 
         // The sign-in lets the revocation finish the moment it has its tokens, so the purge races the sign-in's
         // own write unless the sign-in waits for the sign-out.
-        let second = try await manager.signIn(alice) {
+        let second = try await manager.signIn { [account = alice] in
             revocation.open()
-            return tokens("alice-2")
+            return (account, tokens("alice-2"))
         }
         let report = try #require(await signOut.value)
 

@@ -562,7 +562,7 @@ func temporaryDirectory() throws -> URL {
             let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore(), dataDirectory: root))
             _ = try await manager.signIn(alice, tokens: tokens("alice"))
             try manager.outbox(for: alice).enqueue(post(server, "/comment", body: "alice's comment"))
-            await manager.signOut(options: SignOutOptions(revokeRefreshToken: false, keepsOutbox: true))
+            await manager.signOut(options: SignOutOptions(serverSteps: [], keepsOutbox: true))
             // The kept outbox holds alice's unsent writes: its folder is private to this user, as hers was.
             let keptFolder = root.appendingPathComponent("kept-outbox").path
             let mode = try FileManager.default.attributesOfItem(atPath: keptFolder)[.posixPermissions] as? Int

@@ -83,21 +83,19 @@ struct SeveralProvidersIntegrationTests {
         let browserUser = try await server.createUser()
         let terminalUser = try await server.createUser()
         let manager = SessionManager(configuration: try configuration())
-        let byBrowser = try await manager.signIn(
-            AuthorizationServerIntegrationTests.account(server, browserUser), through: "code"
-        ) {
+        let byBrowser = try await manager.signIn(through: "code") {
+            [account = AuthorizationServerIntegrationTests.account(server, browserUser)] in
             let request = try codeClient.authorizationRequest(redirectURI: Fixture.redirectURI.absoluteString)
             let code = try await server.authorizationCode(
                 for: browserUser.username, pkceChallenge: request.pkce.challenge, state: request.state)
-            return try await codeClient.exchange(code: code, for: request)
+            return (account, try await codeClient.exchange(code: code, for: request))
         }
-        let byTerminal = try await manager.signIn(
-            AuthorizationServerIntegrationTests.account(server, terminalUser), through: "device", makeCurrent: false
-        ) {
+        let byTerminal = try await manager.signIn(through: "device", makeCurrent: false) {
+            [account = AuthorizationServerIntegrationTests.account(server, terminalUser)] in
             let device = try await deviceClient.startDeviceAuthorization()
             let polling = Task { try await deviceClient.pollDeviceAuthorization(device) }
             try await server.approveDevice(userCode: device.userCode, username: terminalUser.username)
-            return try await polling.value
+            return (account, try await polling.value)
         }
         try await byBrowser.refreshTokens()
         try await byTerminal.refreshTokens()
@@ -146,11 +144,12 @@ struct SeveralProvidersIntegrationTests {
             let workAccount = AuthorizationServerIntegrationTests.account(first, atWork)
             let personalAccount = AuthorizationServerIntegrationTests.account(second, atWork)
             #expect(workAccount != personalAccount)
-            let work = try await manager.signIn(workAccount, through: "work") {
-                try await firstClient.password(username: atWork.username, password: atWork.password)
+            let work = try await manager.signIn(through: "work") { [account = workAccount] in
+                (account, try await firstClient.password(username: atWork.username, password: atWork.password))
             }
-            let personal = try await manager.signIn(personalAccount, through: "personal", makeCurrent: false) {
-                try await secondClient.password(username: atWork.username, password: atWork.password)
+            let personal = try await manager.signIn(through: "personal", makeCurrent: false) {
+                [account = personalAccount] in
+                (account, try await secondClient.password(username: atWork.username, password: atWork.password))
             }
             try await work.refreshTokens()
             try await personal.refreshTokens()
@@ -167,8 +166,8 @@ struct SeveralProvidersIntegrationTests {
             // An account of the other issuer signed in through the wrong provider is refused before anything is
             // stored.
             await #expect(throws: SessionError.self) {
-                try await next.signIn(personalAccount, through: "work") {
-                    try await secondClient.password(username: atWork.username, password: atWork.password)
+                try await next.signIn(through: "work") { [account = personalAccount] in
+                    (account, try await secondClient.password(username: atWork.username, password: atWork.password))
                 }
             }
             #expect(try await FileCredentialStore(directory: directory).accounts().isEmpty)

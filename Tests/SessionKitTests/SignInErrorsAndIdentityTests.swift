@@ -24,7 +24,7 @@ import Testing
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let thrown = GrantFailure(detail: "SECRET-CODE-123")
         let error = await #expect(throws: SessionError.self) {
-            try await manager.signIn(alice) { throw thrown }
+            try await manager.signIn(authenticate: { throw thrown })
         }
         #expect(error?.code == .appError)
         #expect(error?.underlyingError as? GrantFailure == thrown)
@@ -37,7 +37,7 @@ import Testing
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let thrown = GrantFailure(detail: "x")
         let forms: [@Sendable () async throws -> Void] = [
-            { _ = try await manager.signIn(alice) { throw thrown } },
+            { _ = try await manager.signIn(authenticate: { throw thrown }) },
             { _ = try await manager.signIn { () -> (account: Account, tokens: TokenSet) in throw thrown } },
             { _ = try await manager.signIn(openID: { throw thrown }) },
             {
@@ -62,7 +62,7 @@ import Testing
         let thrown = SessionError(
             .authorizationFailed, "the token endpoint refused the code", oauthError: "invalid_grant")
         let error = await #expect(throws: SessionError.self) {
-            try await manager.signIn(alice) { throw thrown }
+            try await manager.signIn(authenticate: { throw thrown })
         }
         #expect(error == thrown)
         #expect(manager.state == .failed(thrown))
@@ -71,7 +71,7 @@ import Testing
     @Test func theErrorKeepsTheAppsErrorUnderneathAndNamesOnlyItsType() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let error = await #expect(throws: SessionError.self) {
-            try await manager.signIn(alice) { throw GrantFailure(detail: "SECRET-CODE-123") }
+            try await manager.signIn(authenticate: { throw GrantFailure(detail: "SECRET-CODE-123") })
         }
         guard case .failed(let failure) = manager.state else {
             Issue.record("expected failed, got \(manager.state)")
@@ -91,7 +91,7 @@ import Testing
     @Test func aFoundationErrorIsNamedByItsDomainAndCode() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         let error = await #expect(throws: SessionError.self) {
-            try await manager.signIn(alice) { throw URLError(.notConnectedToInternet) }
+            try await manager.signIn(authenticate: { throw URLError(.notConnectedToInternet) })
         }
         #expect((error?.underlyingError as? URLError)?.code == .notConnectedToInternet)
         guard case .failed(let failure) = manager.state else {
@@ -105,7 +105,7 @@ import Testing
     @Test func aCancellationStaysACancellationAndSignsNobodyIn() async throws {
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         await #expect(throws: CancellationError.self) {
-            try await manager.signIn(alice) { throw CancellationError() }
+            try await manager.signIn(authenticate: { throw CancellationError() })
         }
         #expect(manager.state == .signedOut)
     }
@@ -114,7 +114,7 @@ import Testing
         let manager = SessionManager(configuration: .init(store: InMemoryCredentialStore()))
         try await manager.signIn(alice, tokens: tokens("alice"))
         let error = await #expect(throws: SessionError.self) {
-            try await manager.signIn(bob) { throw GrantFailure(detail: "x") }
+            try await manager.signIn(authenticate: { throw GrantFailure(detail: "x") })
         }
         #expect(error?.code == .appError)
         #expect(error?.underlyingError as? GrantFailure == GrantFailure(detail: "x"))

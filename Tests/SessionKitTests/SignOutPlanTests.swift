@@ -47,9 +47,9 @@ import Testing
     }
 
     @Test func aStepRunsWhenItsOptionAsksAndThereIsSomethingToSend() {
-        let everything = SignOutOptions(
-            revokeRefreshToken: true, revokeAccessToken: true, terminateServerSession: { _ in },
-            providerLogout: { _ in })
+        let everything = SignOutOptions(serverSteps: [
+            .revokeRefreshToken, .revokeAccessToken, .backend { _ in }, .provider { _ in },
+        ])
         #expect(
             SignOutPlan.serverSteps(options: everything, tokens: Self.tokens, canRevoke: true)
                 == [.refreshTokenRevocation, .serverSession, .accessTokenRevocation, .providerLogout])
@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func nothingIsRevokedWithoutARevokerOrWithAnEmptyToken() {
-        let revokeBoth = SignOutOptions(revokeRefreshToken: true, revokeAccessToken: true)
+        let revokeBoth = SignOutOptions(serverSteps: [.revokeRefreshToken, .revokeAccessToken])
         #expect(SignOutPlan.serverSteps(options: revokeBoth, tokens: Self.tokens, canRevoke: false).isEmpty)
         let emptyAccess = TokenSet(accessToken: "", refreshToken: "r", lifetime: nil, receivedAt: .now)
         #expect(
@@ -77,13 +77,60 @@ import Testing
             SignOutPlan.serverSteps(options: revokeBoth, tokens: noRefresh, canRevoke: true)
                 == [.accessTokenRevocation])
         // A session that ended holding nothing: no revocation and no backend step, which needs the tokens.
-        let backend = SignOutOptions(revokeRefreshToken: true, terminateServerSession: { _ in })
+        let backend = SignOutOptions(serverSteps: [.revokeRefreshToken, .backend { _ in }])
         #expect(SignOutPlan.serverSteps(options: backend, tokens: nil, canRevoke: true).isEmpty)
     }
 
     @Test func theProvidersSignOutNeedsNoTokens() {
-        let provider = SignOutOptions(revokeRefreshToken: false, providerLogout: { _ in })
+        let provider = SignOutOptions(serverSteps: [.provider { _ in }])
         #expect(SignOutPlan.serverSteps(options: provider, tokens: nil, canRevoke: false) == [.providerLogout])
+    }
+
+    @Test func theListsOrderDoesNotChangeThePlan() {
+        let steps: [SignOutServerStep] = [
+            .provider { _ in }, .backend { _ in }, .revokeAccessToken, .revokeRefreshToken,
+        ]
+        #expect(
+            SignOutPlan.serverSteps(options: SignOutOptions(serverSteps: steps), tokens: Self.tokens, canRevoke: true)
+                == [.refreshTokenRevocation, .serverSession, .accessTokenRevocation, .providerLogout])
+        // A step listed twice runs once.
+        let twice = SignOutOptions(serverSteps: [.revokeRefreshToken, .revokeRefreshToken])
+        #expect(
+            SignOutPlan.serverSteps(options: twice, tokens: Self.tokens, canRevoke: true) == [.refreshTokenRevocation])
+    }
+
+    @Test func theAppsOwnAndTheOpenIDSignOutAreOneProviderStep() {
+        let logout = OpenIDLogout(
+            provider: OpenIDProvider(
+                configuration: .init(issuer: URL(string: "https://idp.example")!, clientID: "app")),
+            postLogoutRedirectURI: nil
+        ) { _ in }
+        let both = SignOutOptions(serverSteps: [.provider { _ in }, .openID(logout)])
+        #expect(SignOutPlan.serverSteps(options: both, tokens: nil, canRevoke: false) == [.providerLogout])
+        #expect(SignOutServerStep.openID(logout).reportedAs == .providerLogout)
+        #expect(SignOutServerStep.provider { _ in }.reportedAs == .providerLogout)
+        #expect(SignOutServerStep.backend { _ in }.reportedAs == .serverSession)
+        #expect(SignOutServerStep.revokeRefreshToken.reportedAs == .refreshTokenRevocation)
+        #expect(SignOutServerStep.revokeAccessToken.reportedAs == .accessTokenRevocation)
+    }
+
+    @Test func theAccessTokensRevocationWaitsForTheBackendStepOnlyWhenBothRun() {
+        #expect(SignOutPlan.accessRevocationWaitsForBackend([.serverSession, .accessTokenRevocation]))
+        #expect(
+            SignOutPlan.accessRevocationWaitsForBackend([
+                .refreshTokenRevocation, .serverSession, .accessTokenRevocation, .providerLogout,
+            ]))
+        #expect(!SignOutPlan.accessRevocationWaitsForBackend([.refreshTokenRevocation, .accessTokenRevocation]))
+        #expect(!SignOutPlan.accessRevocationWaitsForBackend([.serverSession, .providerLogout]))
+        #expect(!SignOutPlan.accessRevocationWaitsForBackend([]))
+        // Planned from a list whose backend step cannot run (no tokens): nothing to wait for.
+        let options = SignOutOptions(serverSteps: [.backend { _ in }, .revokeAccessToken])
+        #expect(
+            SignOutPlan.accessRevocationWaitsForBackend(
+                SignOutPlan.serverSteps(options: options, tokens: Self.tokens, canRevoke: true)))
+        #expect(
+            !SignOutPlan.accessRevocationWaitsForBackend(
+                SignOutPlan.serverSteps(options: options, tokens: nil, canRevoke: true)))
     }
 
     @Test func eachStepIsReportedInItsOwnField() {

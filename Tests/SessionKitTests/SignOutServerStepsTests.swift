@@ -27,7 +27,8 @@ final class PerKindRevoker: TokenRevoker {
 
 /// Sign-out's server steps: what is revoked, in what order, within what bound, and what the report says.
 @Suite(.timeLimit(.minutes(TimeLimit.heavy))) struct SignOutServerStepsTests {
-    private let both = SignOutOptions(revokeRefreshToken: true, revokeAccessToken: true, serverTimeout: .seconds(5))
+    private let both = SignOutOptions(
+        serverSteps: [.revokeRefreshToken, .revokeAccessToken], serverTimeout: .seconds(5))
 
     @Test func aRestoredSessionThatNeverFetchedAnAccessTokenRevokesNoEmptyToken() async throws {
         // Given a record with a refresh token only, restored while the provider is unreachable.
@@ -118,10 +119,11 @@ final class PerKindRevoker: TokenRevoker {
                 sessionConfiguration: UserSession.Configuration(clock: clock)))
         try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
         var options = both
-        options.terminateServerSession = { tokens in
-            seenByBackend.withLock { $0.append(tokens.accessToken) }
-            await backendGate.wait()
-        }
+        options.serverSteps.append(
+            .backend { tokens in
+                seenByBackend.withLock { $0.append(tokens.accessToken) }
+                await backendGate.wait()
+            })
 
         let signOut = Task { await manager.signOut(options: options) }
         await backendGate.waitForArrivals(1)
@@ -170,7 +172,7 @@ final class PerKindRevoker: TokenRevoker {
         try await manager.signIn(alice, tokens: tokens("alice", clock: clock))
         var options = both
         let hung = Gate()
-        options.terminateServerSession = { _ in await hung.wait() }
+        options.serverSteps.append(.backend { _ in await hung.wait() })
         let start = clock.now
         let signOut = Task { await manager.signOut(options: options) }
         await hung.waitForArrivals(1)
@@ -229,11 +231,12 @@ final class PerKindRevoker: TokenRevoker {
         let arrived = Gate()
         let cancelled = Lock(false)
         var options = SignOutOptions(serverTimeout: .seconds(5))
-        options.terminateServerSession = { _ in
-            await arrived.wait()
-            // Waits for ever unless cancelled: a step left running past its bound would never end.
-            do { try await Task.sleep(for: .seconds(86_400)) } catch { cancelled.withLock { $0 = true } }
-        }
+        options.serverSteps.append(
+            .backend { _ in
+                await arrived.wait()
+                // Waits for ever unless cancelled: a step left running past its bound would never end.
+                do { try await Task.sleep(for: .seconds(86_400)) } catch { cancelled.withLock { $0 = true } }
+            })
 
         let signOut = Task { await manager.signOut(options: options) }
         await arrived.waitForArrivals(1)

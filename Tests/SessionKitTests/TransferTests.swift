@@ -466,7 +466,7 @@ import Testing
                     #expect(!text(contents).contains("alice"), "\(name)")
                 }
 
-                await manager.signOut(aliceSession, options: SignOutOptions(revokeRefreshToken: false))
+                await manager.signOut(aliceSession, options: SignOutOptions(serverSteps: []))
                 #expect(!FileManager.default.fileExists(atPath: aliceFile.path))
                 #expect(FileManager.default.fileExists(atPath: bobFile.path))
             }

@@ -24,12 +24,11 @@ extension SessionManager {
     /// whatever it holds when the store opens (a newer rotation included). Stops when the session ends.
     func retryStoring(_ session: UserSession) {
         let account = session.account
-        let start = storeRetries.withLock { $0.writes.insert(account).inserted }
-        guard start else { return }
+        guard send(.storeRetry(.writes(account), starting: true)).flag else { return }
         let (interval, clock) = (configuration.storeRetryInterval, configuration.sessionConfiguration.clock)
         Task { [weak self, weak session] in
             var attempt = 0
-            defer { self?.storeRetries.withLock { _ = $0.writes.remove(account) } }
+            defer { self?.send(.storeRetry(.writes(account), starting: false)) }
             while await Self.waitBeforeStoreRetry(attempt, interval: interval, clock: clock) {
                 attempt += 1
                 guard let session, session.isActive else { return }
@@ -49,18 +48,13 @@ extension SessionManager {
     ///
     /// - Parameter lockedAccounts: Accounts restored without their records (empty when nothing restored).
     func retryRestore(lockedAccounts: Set<Account>) {
-        let start = storeRetries.withLock { retries -> Bool in
-            guard !retries.restore else { return false }
-            retries.restore = true
-            return true
-        }
-        guard start else { return }
+        guard send(.storeRetry(.restore, starting: true)).flag else { return }
         let (interval, clock) = (configuration.storeRetryInterval, configuration.sessionConfiguration.clock)
         Task { [weak self] in
             var waiting = lockedAccounts
             var attempt = 0
             var handedOver = false
-            defer { if !handedOver { self?.storeRetries.withLock { $0.restore = false } } }
+            defer { if !handedOver { self?.send(.storeRetry(.restore, starting: false)) } }
             while await Self.waitBeforeStoreRetry(attempt, interval: interval, clock: clock) {
                 attempt += 1
                 guard let self else { return }
@@ -74,7 +68,7 @@ extension SessionManager {
                     }
                     // The restore schedules its own retry if the store locks again meanwhile.
                     handedOver = true
-                    self.storeRetries.withLock { $0.restore = false }
+                    self.send(.storeRetry(.restore, starting: false))
                     await self.restore()
                     return
                 }
@@ -89,7 +83,7 @@ extension SessionManager {
     /// nothing is); returns those still unreadable.
     private func restoreLocked(_ accounts: Set<Account>) async -> Set<Account> {
         var still: Set<Account> = []
-        for account in accounts where !guarded.withLock({ $0.sessions.contains { $0.account == account } }) {
+        for account in accounts where !snapshot.sessions.contains(where: { $0.account == account }) {
             let record: CredentialRecord?
             do {
                 record = try await vault.load(for: account)
@@ -100,7 +94,7 @@ extension SessionManager {
                 continue
             }
             guard let record, let session = try? restoredSession(of: account, from: record) else { continue }
-            let makeCurrent = guarded.withLock { $0.current == nil }
+            let makeCurrent = snapshot.current == nil
             install(session, makeCurrent: makeCurrent, event: makeCurrent ? .switched(account) : nil)
         }
         return still
@@ -117,7 +111,7 @@ extension SessionManager {
             if case .failed(let error) = self.state, error.code == .storeUnavailable {
                 await self.restore()
             }
-            for session in self.guarded.withLock({ $0.sessions }) where session.unstoredRotation.withLock({ $0 }) {
+            for session in self.snapshot.sessions where session.unstoredRotation.withLock({ $0 }) {
                 _ = await session.storeKeptTokens()
             }
         }

@@ -9,28 +9,14 @@ extension SessionManager {
     ///   keeps debug events): this process's own
     ///   notices are checked too (another process's may have been overwritten by it).
     func storeChanged(own: @autoclosure () -> Bool) {
-        let start = reconciling.withLock { state -> Bool in
-            guard !state.running else {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
+        let start = send(.storeChanged).flag
         diagnose(.debug, .crossProcessNotice, account: nil, ["from": own() ? "this_process" : "another_process"])
         guard start else { return }
         Task { [weak self] in
             guard let self else { return }
             repeat {
                 await self.endSessionsSignedOutElsewhere()
-            } while self.reconciling.withLock { state -> Bool in
-                guard state.again else {
-                    state.running = false
-                    return false
-                }
-                state.again = false
-                return true
-            }
+            } while self.send(.checked).flag
         }
     }
 
@@ -43,7 +29,7 @@ extension SessionManager {
     /// is deleting because the server rejected its grant is left to that rejection (the notice was this process's
     /// own). Each pass ends with a debug event saying how many sessions it checked and ended.
     func endSessionsSignedOutElsewhere() async {
-        let live = guarded.withLock { $0.sessions }
+        let live = snapshot.sessions
         var checked = 0
         var ended = 0
         for session in live where session.isActive && !session.deletingRejectedGrant.withLock({ $0 }) {

@@ -1,49 +1,25 @@
 import Foundation
 import SessionKitOAuth
 
-/// Work the manager started that outlives the call that started it: what a process waits for before it exits.
-final class PendingWorkTracker: Sendable {
-    /// What a tracked piece of work is, for ``SessionManager/PendingWork``.
-    enum Kind: Sendable {
-        /// A sign-out's revocations and provider logout, running after it returned.
-        case serverSteps
-        /// A write handed off at sign-out, running on its own.
-        case handedOffWrite
-    }
-
-    private struct Entry {
-        let kind: Kind
-        let done: Broadcast<Void>
-    }
-
-    private let entries = Lock<(next: Int, running: [Int: Entry])>((0, [:]))
-
+// Work the manager started that outlives the call that started it: what a process waits for before it exits. The
+// manager's state keeps each piece (``ManagerState/pendingWork``) until it resolves.
+extension SessionManager {
     /// Tracks `done` until it resolves.
-    func track(_ kind: Kind, until done: Broadcast<Void>) {
-        let id = entries.withLock { entries -> Int in
-            entries.next += 1
-            entries.running[entries.next] = Entry(kind: kind, done: done)
-            return entries.next
-        }
+    func trackPending(_ kind: PendingWorkKind, until done: Broadcast<Void>) {
+        let id = send(.track(kind, done)).id
         Task { [weak self] in
             _ = try? await done.value(deadline: nil, clock: SystemClock(), timeoutError: CancellationError())
-            _ = self?.entries.withLock { $0.running.removeValue(forKey: id) }
+            self?.send(.untrack(id))
         }
     }
 
     /// Tracks `task` until it ends.
-    func track<T: Sendable>(_ kind: Kind, _ task: Task<T, Never>) {
+    func trackPending<T: Sendable>(_ kind: PendingWorkKind, _ task: Task<T, Never>) {
         let done = Broadcast<Void>()
-        track(kind, until: done)
+        trackPending(kind, until: done)
         Task {
             _ = await task.value
             done.resolve(.success(()))
-        }
-    }
-
-    /// What runs now, with its completion signals.
-    var running: [(kind: Kind, done: Broadcast<Void>)] {
-        entries.withLock { entries in entries.running.sorted { $0.key < $1.key }.map { ($0.value.kind, $0.value.done) }
         }
     }
 }
@@ -114,11 +90,12 @@ extension SessionManager {
         }
         var left = PendingWork()
         // Refreshes first: a flight's outcome queues a write or a deletion, which the vault's drain then waits for.
-        for session in guarded.withLock({ $0.sessions }) {
+        for session in snapshot.sessions {
             guard let flight = session.refresher?.flightTask else { continue }
             if !(await finished(signal(flight))) { left.refreshes += 1 }
         }
-        for (kind, done) in pendingWork.running where !(await finished(done)) {
+        let running = snapshot.pendingWork.sorted { $0.key < $1.key }.map(\.value)
+        for (kind, done) in running where !(await finished(done)) {
             switch kind {
             case .serverSteps: left.serverSteps += 1
             case .handedOffWrite: left.handedOffWrites += 1

@@ -8,7 +8,7 @@ extension SessionManager {
     ///
     /// - Parameter container: The container; held weakly.
     public func register<Value: Sendable>(_ container: SessionScoped<Value>) {
-        guarded.withLock { $0.containers.append(WeakBindable(container)) }
+        send(.registerContainer(WeakBindable(container)))
         rebindContainers()
     }
 
@@ -16,7 +16,7 @@ extension SessionManager {
     ///
     /// - Parameter resource: The resource and its purge step.
     public func register(_ resource: any UserScopedResource) {
-        guarded.withLock { $0.resources.append(resource) }
+        send(.registerResource(resource))
     }
 
     /// Registers a purge step made from a closure: something of the user's that must go at sign-out, in

@@ -23,36 +23,7 @@ extension SessionManager {
     public func signIn(
         _ account: Account, tokens: TokenSet, through provider: Provider.ID? = nil, makeCurrent: Bool = true
     ) async throws -> UserSession {
-        try await signIn(account, through: provider, makeCurrent: makeCurrent) { tokens }
-    }
-
-    /// Signs in by running `authenticate` (an OAuth grant, a device flow), publishing `authenticating` while it
-    /// runs.
-    ///
-    /// If the sign-in fails or is cancelled while another account is current, the state returns to that account
-    /// (it is still signed in) and the error is thrown to the caller.
-    ///
-    /// Every error this throws is a ``SessionError`` (but `CancellationError`): one `authenticate` throws that is
-    /// not comes wrapped as ``SessionError/Code/appError``, the error itself its ``SessionError/underlyingError``.
-    ///
-    /// - Parameters:
-    ///   - account: Who is signing in.
-    ///   - provider: The ``Provider`` the grant runs against; `nil` for the default one.
-    ///   - makeCurrent: Whether the new session becomes ``current``.
-    ///   - authenticate: Obtains the tokens.
-    /// - Returns: The new session.
-    /// - Throws: A ``SessionError`` `authenticate` throws, unchanged (`userCancelled` returns the state to signed
-    ///   out); any other error it throws as `appError`, that error underneath; a storage error; `invalidInput` for
-    ///   a provider that is not configured or is of another issuer; or `CancellationError` when the calling task is
-    ///   cancelled before the session is installed.
-    @discardableResult
-    public func signIn(
-        _ account: Account,
-        through provider: Provider.ID? = nil,
-        makeCurrent: Bool = true,
-        authenticate: @Sendable () async throws -> TokenSet
-    ) async throws -> UserSession {
-        try await signIn(through: provider, makeCurrent: makeCurrent) { (account, try await authenticate()) }
+        try await signIn(through: provider, makeCurrent: makeCurrent, authenticate: { (account, tokens) })
     }
 
     /// Signs in the account an OpenID Connect sign-in proved: the account comes from the ID token's validated
@@ -83,11 +54,13 @@ extension SessionManager {
         }
     }
 
-    /// Signs in by running `authenticate`, which finds out who signed in as well as obtaining their tokens:
-    /// usually from the ID token the grant returned (``Account/init(idToken:)``).
+    /// Signs in by running `authenticate`, a grant the app runs (an authorization code, a device flow), which
+    /// obtains the tokens and says whose they are: usually from the ID token the grant returned
+    /// (``Account/init(idToken:)``), or an account the app already knows.
     ///
-    /// Everything else is as for ``signIn(_:through:makeCurrent:authenticate:)``: `authenticating` is published while the
-    /// closure runs, and a sign-in that fails or is cancelled returns the state to the account still current.
+    /// `authenticating` is published while the closure runs. If the sign-in fails or is cancelled while another
+    /// account is current, the state returns to that account (it is still signed in) and the error is thrown to the
+    /// caller.
     ///
     /// ```swift
     /// let session = try await manager.signIn { [client] in
@@ -96,6 +69,10 @@ extension SessionManager {
     ///     return (try Account(idToken: tokens.idToken ?? ""), tokens)
     /// }
     /// ```
+    ///
+    /// The kinds of sign-in and their shapes: tokens you already hold, ``signIn(_:tokens:through:makeCurrent:)``;
+    /// an OpenID Connect sign-in (browser, code or device flow), ``signIn(through:makeCurrent:openID:)``; a grant
+    /// that says who signed in, this one; a grant that does not, ``signIn(through:makeCurrent:authenticate:identify:)``.
     ///
     /// - Parameters:
     ///   - provider: The ``Provider`` the grant runs against, which refreshes and revokes the account's tokens from
@@ -132,7 +109,7 @@ extension SessionManager {
             await finishInterruptedPurge(of: account)
             // The account's live session ends before the new record is written, so no credential write it admitted
             // (a refresh committing now) can land after the new record.
-            for replaced in guarded.withLock({ $0.sessions.filter { $0.account == account } }) { replaced.end() }
+            for replaced in snapshot.sessions where replaced.account == account { replaced.end() }
             let session = makeSession(account: account, tokens: tokens, provider: resolved)
             let write =
                 makeCurrent
@@ -234,7 +211,7 @@ extension SessionManager {
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled meanwhile.
     private func waitForSignOuts(of account: Account) async throws {
-        while let signOut = guarded.withLock({ $0.signOuts[account]?.first }) {
+        while let signOut = snapshot.signOuts[account]?.first {
             try await signOut.value(
                 deadline: nil, clock: configuration.sessionConfiguration.clock, timeoutError: CancellationError())
         }

@@ -12,15 +12,9 @@ extension SessionManager {
     ///   - makeCurrent: Whether it becomes current.
     ///   - event: What to tell the state machine, under the same lock that changes `current`.
     func install(_ session: UserSession, makeCurrent: Bool, event: SessionState.Event? = nil) {
-        let (replaced, changed) = guarded.withLock { guarded -> ([UserSession], Bool) in
-            let replaced = guarded.sessions.filter { $0.account == session.account }
-            guarded.sessions.removeAll { $0.account == session.account }
-            guarded.sessions.append(session)
-            let becomesCurrent = makeCurrent || replaced.contains(where: { $0 === guarded.current })
-            if becomesCurrent { guarded.current = session }
-            let changed = becomesCurrent ? event.map { Self.transition(&guarded, $0) } ?? false : false
-            return (replaced, changed)
-        }
+        guard
+            case .installed(let replaced, let changed) = send(.install(session, makeCurrent: makeCurrent, event: event))
+        else { return }
         rebindContainers()
         for old in replaced { old.end() }
         registrar.withMutation(of: self, keyPath: \.sessions) {}
@@ -48,14 +42,9 @@ extension SessionManager {
         endingOthers: Bool = false,
         options: SignOutOptions = SignOutOptions()
     ) async throws -> [SignOutReport] {
-        let (live, others, changed) = guarded.withLock { guarded -> (Bool, [UserSession], Bool) in
-            let live = guarded.sessions.contains { $0 === session } && session.isActive
-            guard live else { return (false, [], false) }
-            guarded.current = session
-            let changed = Self.transition(&guarded, .switched(session.account))
-            return (true, guarded.sessions.filter { $0 !== session }, changed)
+        guard case .switched(let others?, let changed) = send(.switchTo(session)) else {
+            throw SessionError(.sessionEnded, "cannot switch to a session that is not live")
         }
-        guard live else { throw SessionError(.sessionEnded, "cannot switch to a session that is not live") }
         rebindContainers()
         session.markSwitchedTo(at: configuration.sessionConfiguration.clock.wallNow)
         registrar.withMutation(of: self, keyPath: \.current) {}
@@ -74,10 +63,7 @@ extension SessionManager {
     func rebindContainers() {
         binding.withLock { rebinds in
             rebinds &+= 1
-            let (current, containers) = guarded.withLock { guarded in
-                guarded.containers.removeAll { $0.target == nil }
-                return (guarded.current, guarded.containers)
-            }
+            guard case .bind(let current, let containers) = send(.containersToBind) else { return }
             for container in containers { container.target?.bind(to: current) }
         }
     }

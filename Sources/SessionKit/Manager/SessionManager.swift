@@ -88,23 +88,6 @@ public final class SessionManager: Sendable, Observable {
         }
     }
 
-    struct State {
-        var state = SessionState.signedOut
-        var sessions: [UserSession] = []
-        var current: UserSession?
-        var containers: [WeakBindable] = []
-        var resources: [any UserScopedResource] = []
-        var continuations: [Int: AsyncStream<SessionState>.Continuation] = [:]
-        var nextContinuationID = 0
-        /// Sign-outs in progress per account, until their purge has finished.
-        var signOuts: [Account: [Broadcast<Void>]] = [:]
-        /// Rotated credentials that could not be stored, per account, until a later write succeeds.
-        var storageFailures: [Account: SessionError] = [:]
-        /// Where state changes are reported, and the clock that dates them.
-        var diagnostics: Diagnostics?
-        var clock: (any SessionClock)?
-    }
-
     /// The configuration the manager was created with.
     public let configuration: Configuration
     /// The credential store behind one queue per account: a read, a write and the sign-out purge of one account
@@ -113,27 +96,17 @@ public final class SessionManager: Sendable, Observable {
     /// What became of writes in flight at sign-out, kept for each account's next session.
     package let ledger = WriteLedger()
     let journal: PurgeJournal
-    /// Work that outlives the call that started it (background server steps, handed-off writes).
-    let pendingWork = PendingWorkTracker()
     let directories: AccountDirectories
     let registrar = ObservationRegistrar()
-    let guarded = Lock(State())
+    /// Everything of the manager that changes, decided by the value (``ManagerState``) and changed only through
+    /// ``send(_:)``, one event per critical section; sign-out's detach is the one other critical section.
+    let guarded = Lock(ManagerState())
     /// Held while registered containers are rebound, so that concurrent rebinds end with every container bound to
-    /// the session that is current when the last one ran; counts the rebinds. (Not a `Lock<Void>`: ThreadSanitizer
-    /// reports the exclusivity check of a zero-sized state as a race.)
+    /// the session that is current when the last one ran; counts the rebinds. Not part of the state: it serializes
+    /// an effect (binding, which tells the containers' observers, who may read the manager) that must not run under
+    /// the state's lock, and a rebind returns only once its own reading of `current` is bound. (Not a `Lock<Void>`:
+    /// ThreadSanitizer reports the exclusivity check of a zero-sized state as a race.)
     let binding = Lock(0)
-
-    /// The watcher of the store's change notice, when the store is shared between processes.
-    let changeWatch = Lock<StoreChangeWatcher?>(nil)
-
-    /// The observer of the device unlocking (Apple platforms with UIKit), removed when the manager goes.
-    let unlockObserver = Lock<ObserverToken?>(nil)
-
-    /// Accounts whose tokens wait for a locked store to open, and whether a restore waits for it.
-    let storeRetries = Lock<(writes: Set<Account>, restore: Bool)>(([], false))
-
-    /// Whether a check of the sessions against the store runs, and whether a notice came in during it.
-    let reconciling = Lock<(running: Bool, again: Bool)>((false, false))
 
     /// Creates a manager. Call ``restore()`` at launch.
     ///
@@ -148,23 +121,57 @@ public final class SessionManager: Sendable, Observable {
         let storeJournal = (configuration.store as? any DirectoryBackedCredentialStore)?.directory
             .appendingPathComponent(".purge-pending")
         self.journal = PurgeJournal(directory: directories.journal ?? storeJournal)
-        guarded.withLock { state in
-            state.diagnostics = configuration.sessionConfiguration.diagnostics
-            state.clock = configuration.sessionConfiguration.clock
-        }
-        if let lock = configuration.store.refreshLock {
-            let watcher = StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged(own: lock.noticeIsOwn()) }
-            changeWatch.withLock { $0 = watcher }
+        let watcher = configuration.store.refreshLock.flatMap { lock in
+            StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged(own: lock.noticeIsOwn()) }
         }
         #if canImport(UIKit)
-            let token = ObserverToken(observeProtectedData())
-            unlockObserver.withLock { $0 = token }
+            let observer: ObserverToken? = ObserverToken(observeProtectedData())
+        #else
+            let observer: ObserverToken? = nil
         #endif
+        send(
+            .configure(
+                diagnostics: configuration.sessionConfiguration.diagnostics,
+                clock: configuration.sessionConfiguration.clock, watcher: watcher, observer: observer))
     }
 
     deinit {
-        changeWatch.withLock { $0?.stop() }
-        if let token = unlockObserver.withLock({ $0 }) { NotificationCenter.default.removeObserver(token.value) }
+        guard case .teardown(let watcher, let observer) = send(.teardown) else { return }
+        watcher?.stop()
+        if let observer { NotificationCenter.default.removeObserver(observer.value) }
+    }
+
+    /// Feeds the manager's state one event, in one critical section, and returns its answer for the caller to act
+    /// on once the lock is released.
+    ///
+    /// The state changes the event made are told to the streams and to the diagnostics sink inside the same
+    /// critical section (both only enqueue): every stream sees the states in the order they happened.
+    @discardableResult
+    func send(_ event: ManagerState.Event) -> ManagerState.Answer {
+        guarded.withLock { state in
+            let answer = state.handle(event)
+            tell(&state)
+            return answer
+        }
+    }
+
+    /// Tells the streams and the sink what `state` has kept to tell; called inside the critical section that made it.
+    func tell(_ state: inout ManagerState) {
+        for publication in state.publications {
+            if let from = publication.from, let diagnostics = state.diagnostics, let clock = state.clock {
+                diagnostics.emit(
+                    .info, .stateChanged, account: publication.state.account ?? from.account, at: clock.wallNow,
+                    ["from": from.diagnosticName, "to": publication.state.diagnosticName])
+            }
+            for continuation in publication.to { continuation.yield(publication.state) }
+        }
+        state.publications.removeAll()
+    }
+
+    /// The manager's state as it is now, for reading.
+    var snapshot: ManagerState {
+        guard case .snapshot(let state) = send(.read) else { preconditionFailure("a read answers a snapshot") }
+        return state
     }
 
     // MARK: - Observation
@@ -172,19 +179,19 @@ public final class SessionManager: Sendable, Observable {
     /// Where the current session stands.
     public var state: SessionState {
         registrar.access(self, keyPath: \.state)
-        return guarded.withLock { $0.state }
+        return snapshot.state
     }
 
     /// The session the app acts as now, if any.
     public var current: UserSession? {
         registrar.access(self, keyPath: \.current)
-        return guarded.withLock { $0.current }
+        return snapshot.current
     }
 
     /// Every live session (the current one and those kept alive across account switches).
     public var sessions: [UserSession] {
         registrar.access(self, keyPath: \.sessions)
-        return guarded.withLock { $0.sessions }
+        return snapshot.sessions
     }
 
     /// Accounts whose rotated credentials could not be stored (a locked keyring, a full disk), with the error.
@@ -194,7 +201,7 @@ public final class SessionManager: Sendable, Observable {
     /// be asked to sign in again. Show it, or ask the user to unlock the store.
     public var storageFailures: [Account: SessionError] {
         registrar.access(self, keyPath: \.storageFailures)
-        return guarded.withLock { $0.storageFailures }
+        return snapshot.storageFailures
     }
 
     /// The states from now on, starting with the current one.
@@ -202,15 +209,8 @@ public final class SessionManager: Sendable, Observable {
     /// Each read makes a new stream. It never finishes on its own: cancel the task that iterates it.
     public var states: AsyncStream<SessionState> {
         let (stream, continuation) = AsyncStream<SessionState>.makeStream(bufferingPolicy: .unbounded)
-        let id = guarded.withLock { guarded -> Int in
-            guarded.nextContinuationID += 1
-            guarded.continuations[guarded.nextContinuationID] = continuation
-            continuation.yield(guarded.state)
-            return guarded.nextContinuationID
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.guarded.withLock { $0.continuations.removeValue(forKey: id) }
-        }
+        let id = send(.subscribe(continuation)).id
+        continuation.onTermination = { [weak self] _ in self?.send(.unsubscribe(id)) }
         return stream
     }
 
@@ -221,30 +221,8 @@ public final class SessionManager: Sendable, Observable {
 
     /// Feeds the state machine the event `decide` picks from the manager's state, read and applied under one lock:
     /// for events that depend on what is current at that instant.
-    func apply(_ decide: (State) -> SessionState.Event?) {
-        let changed = guarded.withLock { guarded -> Bool in
-            guard let event = decide(guarded) else { return false }
-            return Self.transition(&guarded, event)
-        }
-        if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
-    }
-
-    /// Applies `event` to the state held in `guarded` and publishes it to the streams; the caller announces the
-    /// mutation to observers once the lock is released.
-    ///
-    /// - Returns: Whether the state changed.
-    static func transition(_ guarded: inout State, _ event: SessionState.Event) -> Bool {
-        let next = guarded.state.applying(event)
-        guard next != guarded.state else { return false }
-        if let diagnostics = guarded.diagnostics, let clock = guarded.clock {
-            // Only enqueued here: the sink's handler runs on its own queue, never under this lock.
-            diagnostics.emit(
-                .info, .stateChanged, account: next.account ?? guarded.state.account, at: clock.wallNow,
-                ["from": guarded.state.diagnosticName, "to": next.diagnosticName])
-        }
-        guarded.state = next
-        for continuation in guarded.continuations.values { continuation.yield(next) }
-        return true
+    func apply(_ decide: @escaping (ManagerState) -> SessionState.Event?) {
+        if send(.decide(decide)).flag { registrar.withMutation(of: self, keyPath: \.state) {} }
     }
 
     // MARK: - Sessions
@@ -300,14 +278,13 @@ public final class SessionManager: Sendable, Observable {
             let failure =
                 error as? SessionError
                 ?? SessionError(.storageFailure, "the refreshed credentials could not be stored (\(type(of: error)))")
-            guarded.withLock { $0.storageFailures[session.account] = failure }
+            send(.storageFailed(session.account, failure))
             registrar.withMutation(of: self, keyPath: \.storageFailures) {}
             diagnose(.warning, .storageFailed, account: session.account, ["code": "\(failure.code)"])
             // A locked store opens again: the rotated tokens, kept in memory meanwhile, are written then.
             if failure.code == .storeUnavailable { retryStoring(session) }
         case .stored:
-            let cleared = guarded.withLock { $0.storageFailures.removeValue(forKey: session.account) != nil }
-            if cleared {
+            if send(.stored(session.account)).flag {
                 registrar.withMutation(of: self, keyPath: \.storageFailures) {}
                 diagnose(.notice, .storedAfterRetry, account: session.account)
             }
@@ -320,11 +297,8 @@ public final class SessionManager: Sendable, Observable {
     /// Another process signed the account out: forgets the session (if it was current, the account that follows
     /// is current, as after a sign-out here). Deletes nothing: that process purged the shared record; the session ends right after this.
     private func forgetSignedOutElsewhere(_ session: UserSession) {
-        let (wasCurrent, successor, changed) = guarded.withLock { guarded -> (Bool, UserSession?, Bool) in
-            guarded.sessions.removeAll { $0 === session }
-            guard guarded.current === session else { return (false, nil, false) }
-            let (successor, changed) = Self.succeed(&guarded)
-            return (true, successor, changed)
+        guard case .left(let wasCurrent, let successor, let changed) = send(.signedOutElsewhere(session)) else {
+            return
         }
         if wasCurrent { rebindContainers() }
         successor?.markSwitchedTo(at: configuration.sessionConfiguration.clock.wallNow)
@@ -336,12 +310,7 @@ public final class SessionManager: Sendable, Observable {
     /// The refresh token is dead: ends the session, deletes its record, asks the user to sign in again.
     private func rejectSession(_ session: UserSession, error: SessionError) {
         let account = session.account
-        let (wasCurrent, changed) = guarded.withLock { guarded -> (Bool, Bool) in
-            guarded.sessions.removeAll { $0 === session }
-            guard guarded.current === session else { return (false, false) }
-            guarded.current = nil
-            return (true, Self.transition(&guarded, .refreshRejected))
-        }
+        guard case .left(let wasCurrent, _, let changed) = send(.rejected(session)) else { return }
         if wasCurrent { rebindContainers() }
         if changed { registrar.withMutation(of: self, keyPath: \.state) {} }
         // Only this session's record: a sign-in of the same account may have saved a new one meanwhile (the session

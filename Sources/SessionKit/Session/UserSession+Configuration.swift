@@ -18,7 +18,7 @@ extension UserSession {
         public var storesAccessToken: Bool
         /// Whether the OpenID Connect ID token is written to the credential store (off: it stays in memory, and a
         /// sign-out after a restart has no `id_token_hint` for the provider's end-session endpoint). Turn it on when
-        /// sign-out runs ``SignOutOptions/openIDLogout``; the record, ID token included, is deleted at sign-out.
+        /// sign-out runs ``SignOutServerStep/openID(_:)``; the record, ID token included, is deleted at sign-out.
         public var storesIDToken: Bool
         /// The most bytes one request of a ``UserSession/download(for:progress:)`` asks for: a GET download is
         /// fetched in ranges of this size when the server honours ranges, so that memory stays bounded by it however

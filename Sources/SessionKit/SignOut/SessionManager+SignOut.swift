@@ -48,30 +48,23 @@ extension SessionManager {
         let finished = Broadcast<Void>()
         var journalFailure: (any Error)?
         var writesAtDetach: [UserSession.PendingWrite] = []
-        var successor: UserSession?
         // Detach, before the plan's phases: the manager forgets the session, so no new work can start as this
-        // account. The purge intent is durable before anyone can see the session gone.
-        let detached = guarded.withLock { guarded -> Detached? in
-            guard let target = session ?? guarded.current else { return nil }
-            // A session that a re-login replaced: the account and its data belong to the live session now.
-            if !guarded.sessions.contains(where: { $0 === target }),
-                guarded.sessions.contains(where: { $0.account == target.account })
-            {
-                return .superseded(target)
-            }
+        // account. The purge intent is durable before anyone can see the session gone: it is written inside the
+        // critical section that detaches (the one critical section besides `send`), and only for a session the
+        // state detached, never for one a re-login superseded.
+        let detached = guarded.withLock { state -> Detached? in
+            let detached = state.detach(session, until: finished)
+            // The state change is told only once the intent is written: a stream's reader sees no signed-out state
+            // before it is durable.
+            defer { tell(&state) }
+            guard case .detached(let target, _, _, _) = detached else { return detached }
             do { try journal.record(target.account) } catch { journalFailure = error }
-            guarded.sessions.removeAll { $0 === target }
-            let wasCurrent = guarded.current === target
-            var changed = false
-            if wasCurrent { (successor, changed) = Self.succeed(&guarded) }
-            // Until the purge has finished, a sign-in of this account waits.
-            guarded.signOuts[target.account, default: []].append(finished)
             // The writes in flight at the instant the session is seen gone: one that finishes before the wait below
             // reaches it still counts as waited for.
             writesAtDetach = target.pendingWrites
-            return .detached(target, wasCurrent: wasCurrent, stateChanged: changed)
+            return detached
         }
-        guard case .detached(let target, let wasCurrent, let stateChanged) = detached else {
+        guard case .detached(let target, let wasCurrent, let successor, let stateChanged) = detached else {
             guard case .superseded(let target) = detached else { return nil }
             var report = SignOutReport(account: target.account)
             report.cancelledRequests = target.finish(refreshError: nil)?.cancelledRequests ?? 0
@@ -79,10 +72,7 @@ extension SessionManager {
         }
         let account = target.account
         defer {
-            guarded.withLock { guarded in
-                guarded.signOuts[account]?.removeAll { $0 === finished }
-                if guarded.signOuts[account]?.isEmpty == true { guarded.signOuts[account] = nil }
-            }
+            send(.signOutFinished(account, finished))
             finished.resolve(.success(()))
         }
         var report = SignOutReport(account: account)
@@ -132,7 +122,7 @@ extension SessionManager {
                 }
                 serverSteps = steps
                 // A process about to exit waits for them (finishPendingWork), whether or not this call does.
-                pendingWork.track(.serverSteps, steps)
+                trackPending(.serverSteps, steps)
             case .purge:
                 let queued = deletion
                 let purge = Task {
@@ -185,7 +175,7 @@ extension SessionManager {
                 }
             case .handOff:
                 report.writesHandedOff += 1
-                pendingWork.track(.handedOffWrite, until: write.done)
+                trackPending(.handedOffWrite, until: write.done)
             case .discard: report.writesDiscarded += 1
             }
         }
@@ -210,19 +200,6 @@ extension SessionManager {
         let failed = outcome != .succeeded && outcome != .inBackground
         diagnose(
             failed ? .warning : .info, .signOutStep, account: account, ["step": step, "outcome": outcome.description])
-    }
-
-    /// Makes current, in place of the current session that is leaving (already out of `sessions`), the live session
-    /// that restore would make current at the next launch (``precedes(_:_:)``), or nobody; and moves the state
-    /// there. Its selection is to be stored by the caller, once the lock is released.
-    ///
-    /// - Returns: The new current session, if any, and whether the state changed.
-    static func succeed(_ guarded: inout State) -> (UserSession?, Bool) {
-        let successor = guarded.sessions.filter(\.isActive).min {
-            precedes(($0.account, $0.selectedAt), ($1.account, $1.selectedAt))
-        }
-        guarded.current = successor
-        return (successor, transition(&guarded, successor.map { .switched($0.account) } ?? .signedOut))
     }
 
     /// Whether a bounded step talks to a server, which decides what a passed bound is called: a server step says
@@ -272,9 +249,10 @@ extension SessionManager {
     /// Runs sign-out's server steps at the same time, each within the one ``SignOutOptions/serverTimeout``, so a
     /// hung endpoint costs the others nothing.
     ///
-    /// One order is kept: the access token's revocation starts once the app's backend step has finished, or half
-    /// the bound has passed, whichever comes first, because a backend that authenticates its sign-out call with the
-    /// access token must see it still valid. Only the `planned` steps run (``SignOutPlan/serverSteps(options:tokens:canRevoke:)``,
+    /// One order is kept, where the plan says so (``SignOutPlan/accessRevocationWaitsForBackend(_:)``): the access
+    /// token's revocation starts once the app's backend step has finished, or half the bound has passed, whichever
+    /// comes first, because a backend that authenticates its sign-out call with the access token must see it still
+    /// valid. Only the `planned` steps run (``SignOutPlan/serverSteps(options:tokens:canRevoke:)``,
     /// which never plans the revocation of an empty token).
     static func runServerSteps(
         _ planned: [SignOutPlan.ServerStep],
@@ -300,21 +278,29 @@ extension SessionManager {
             tell(SignOutPlan.ServerStep.refreshTokenRevocation.rawValue, outcome)
             return outcome
         }()
+        // The app's and the provider's steps of the list, each kind run in the list's order within its one bound.
+        let backends = options.serverSteps.compactMap { step -> (@Sendable (TokenSet) async throws -> Void)? in
+            if case .backend(let call) = step.kind { call } else { nil }
+        }
+        let providerSteps = options.serverSteps.filter { $0.reportedAs == .providerLogout }
+        let waitsForBackend = SignOutPlan.accessRevocationWaitsForBackend(planned)
         async let backendOutcome: SignOutReport.StepOutcome = {
             defer { _ = backendFinished.resolve(.success(())) }
-            guard planned.contains(.serverSession), let terminate = options.terminateServerSession, let tokens else {
-                return .notRequested
+            guard planned.contains(.serverSession), let tokens else { return .notRequested }
+            let outcome = await bounded(until: deadline, clock: clock) {
+                for backend in backends { try await backend(tokens) }
             }
-            let outcome = await bounded(until: deadline, clock: clock) { try await terminate(tokens) }
             tell(SignOutPlan.ServerStep.serverSession.rawValue, outcome)
             return outcome
         }()
         async let accessOutcome: SignOutReport.StepOutcome = {
             guard planned.contains(.accessTokenRevocation), let revoker, let accessToken else { return .notRequested }
-            let halfway = clock.now.advanced(by: options.serverTimeout / 2)
-            _ = try? await backendFinished.value(
-                deadline: min(halfway, deadline), clock: clock,
-                timeoutError: SessionError(.timedOut, "backend sign-out still running"))
+            if waitsForBackend {
+                let halfway = clock.now.advanced(by: options.serverTimeout / 2)
+                _ = try? await backendFinished.value(
+                    deadline: min(halfway, deadline), clock: clock,
+                    timeoutError: SessionError(.timedOut, "backend sign-out still running"))
+            }
             let outcome = await bounded(until: deadline, clock: clock) {
                 try await revoker.revoke(accessToken, hint: .accessToken)
             }
@@ -325,8 +311,13 @@ extension SessionManager {
             guard planned.contains(.providerLogout) else { return .notRequested }
             let idToken = tokens?.idToken
             let outcome = await bounded(until: deadline, clock: clock) {
-                try await options.providerLogout?(account)
-                try await options.openIDLogout?.run(idToken: idToken)
+                for step in providerSteps {
+                    switch step.kind {
+                    case .provider(let call): try await call(account)
+                    case .openID(let logout): try await logout.run(idToken: idToken)
+                    default: break
+                    }
+                }
             }
             tell(SignOutPlan.ServerStep.providerLogout.rawValue, outcome)
             return outcome
@@ -368,7 +359,7 @@ extension SessionManager {
         if directories.root != nil {
             outcomes.directoryRemoval = directoryGone ? .succeeded : .failed(.storageFailure)
         }
-        for resource in guarded.withLock({ $0.resources }) {
+        for resource in snapshot.resources {
             let outcome = await Self.bounded(
                 until: deadline, clock: clock, kind: .local, otherErrors: .storageFailure
             ) {
@@ -393,12 +384,4 @@ struct PurgeOutcomes: Sendable {
             $0 == .succeeded || $0 == .notRequested
         }
     }
-}
-
-/// What sign-out's detach phase found.
-enum Detached {
-    /// The session to sign out, now detached.
-    case detached(UserSession, wasCurrent: Bool, stateChanged: Bool)
-    /// A session that is no longer live, of an account that has a live session again: nothing to purge.
-    case superseded(UserSession)
 }

@@ -38,7 +38,7 @@ struct SignOutPlan: Sendable, Equatable {
         /// RFC 7009 revocation of the access token (``SignOutReport/accessTokenRevocation``), once the backend step
         /// has finished or half the bound has passed, whichever comes first.
         case accessTokenRevocation = "access_token_revocation"
-        /// The provider's sign-out, the app's step and RP-initiated logout (``SignOutReport/providerLogout``).
+        /// The provider's sign-out: the app's own call and RP-initiated logout (``SignOutReport/providerLogout``).
         case providerLogout = "provider_logout"
     }
 
@@ -56,22 +56,40 @@ struct SignOutPlan: Sendable, Equatable {
         }
     }
 
-    /// The server steps that run, decided once the session has ended: a step runs when the options ask for it and
-    /// there is something to send. A token that is empty (a restored session that never fetched an access token)
-    /// is not revoked: there is nothing to revoke, and the server would only answer an error; with no revoker there
-    /// is nowhere to send it.
+    /// The server steps that run, decided once the session has ended from ``SignOutOptions/serverSteps``: a step
+    /// runs when the list asks for it and there is something to send. A token that is empty (a restored session
+    /// that never fetched an access token) is not revoked: there is nothing to revoke, and the server would only
+    /// answer an error; with no revoker there is nowhere to send it. The app's backend step needs the tokens the
+    /// session ended with; the provider's sign-out needs none.
     static func serverSteps(options: SignOutOptions, tokens: TokenSet?, canRevoke: Bool) -> [ServerStep] {
-        ServerStep.allCases.filter { step in
+        let asked = Set(options.serverSteps.map(\.reportedAs))
+        return ServerStep.allCases.filter { step in
+            guard asked.contains(step) else { return false }
             switch step {
-            case .refreshTokenRevocation:
-                options.revokeRefreshToken && canRevoke && tokens?.refreshToken?.isEmpty == false
-            case .serverSession:
-                options.terminateServerSession != nil && tokens != nil
-            case .accessTokenRevocation:
-                options.revokeAccessToken && canRevoke && tokens?.accessToken.isEmpty == false
-            case .providerLogout:
-                options.providerLogout != nil || options.openIDLogout != nil
+            case .refreshTokenRevocation: return canRevoke && tokens?.refreshToken?.isEmpty == false
+            case .serverSession: return tokens != nil
+            case .accessTokenRevocation: return canRevoke && tokens?.accessToken.isEmpty == false
+            case .providerLogout: return true
             }
+        }
+    }
+
+    /// Whether the access token's revocation waits (until the backend step has finished, or half the bound has
+    /// passed) before it is sent: when both run, because a backend that authenticates its sign-out call with the
+    /// access token must see it still valid.
+    static func accessRevocationWaitsForBackend(_ planned: [ServerStep]) -> Bool {
+        planned.contains(.serverSession) && planned.contains(.accessTokenRevocation)
+    }
+}
+
+extension SignOutServerStep {
+    /// The report's field this step's outcome is told in; steps told in one field run one after the other.
+    var reportedAs: SignOutPlan.ServerStep {
+        switch kind {
+        case .revokeRefreshToken: .refreshTokenRevocation
+        case .revokeAccessToken: .accessTokenRevocation
+        case .backend: .serverSession
+        case .provider, .openID: .providerLogout
         }
     }
 }

@@ -145,8 +145,8 @@ import Testing
                     store: store, providers: [Provider(id: "mock", issuer: mock.issuer, client: client)]))
             let account = Account(issuer: mock.issuer, subject: "alice")
             try mock.approveNextAuthorization(as: "alice")
-            let session = try await manager.signIn(account, through: "mock") {
-                try await client.authorizeInBrowser { url in _ = try await Self.browse(url) }
+            let session = try await manager.signIn(through: "mock") { [account] in
+                (account, try await client.authorizeInBrowser { url in _ = try await Self.browse(url) })
             }
             defer { session.end() }
             try Self.expectOneKeyBindsCodeAndTokens(mock, url: nil, tokens: session.tokens)

@@ -148,8 +148,8 @@ import Testing
                 configuration: .init(
                     store: InMemoryCredentialStore(), tokenEndpoint: client, revoker: client,
                     sessionConfiguration: .init(diagnostics: diagnostics)))
-            let session = try await manager.signIn(Self.account) {
-                try await client.password(username: "alice", password: "pw", scope: "read")
+            let session = try await manager.signIn { [account = Self.account] in
+                (account, try await client.password(username: "alice", password: "pw", scope: "read"))
             }
             for method in ["GET", "POST"] {
                 var request = URLRequest(url: server.url("/resource/n"))

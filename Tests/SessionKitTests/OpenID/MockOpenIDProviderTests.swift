@@ -301,8 +301,7 @@ import Testing
 
             // Revocation off: only the provider's logout can end the tokens on the server.
             let options = SignOutOptions(
-                revokeRefreshToken: false,
-                openIDLogout: .calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI))
+                serverSteps: [.openID(.calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI))])
             let report = try #require(await manager.signOut(options: options))
 
             #expect(report.providerLogout == .succeeded, "\(report)")

@@ -146,8 +146,9 @@ struct OpenIDConnectIntegrationTests {
         try await manager.signIn(signIn.account, tokens: signIn.tokens, through: "dot")
 
         let options = SignOutOptions(
-            openIDLogout: providerLogout
-                ? .calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI) : nil)
+            serverSteps: [.revokeRefreshToken]
+                + (providerLogout
+                    ? [.openID(.calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI))] : []))
         let report = try #require(await manager.signOut(options: options))
 
         #expect(report.refreshTokenRevocation == .succeeded, "\(report)")
@@ -177,8 +178,7 @@ struct OpenIDConnectIntegrationTests {
 
         // Revocation off: only the provider's logout can end the tokens on the server.
         let options = SignOutOptions(
-            revokeRefreshToken: false,
-            openIDLogout: .calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI))
+            serverSteps: [.openID(.calling(provider, postLogoutRedirectURI: Self.postLogoutRedirectURI))])
         let report = try #require(await manager.signOut(options: options))
 
         #expect(report.providerLogout == .succeeded, "\(report)")

@@ -63,8 +63,14 @@ import Testing
         try await Self.withMock(listing: .authorizationServerMetadataOnly) { mock, provider in
             #expect(try await provider.metadata().revocationEndpoint == nil, "discovery names none")
             let options = SignOutOptions(
-                openIDLogout: providerLogout
-                    ? .calling(provider, postLogoutRedirectURI: MockOpenIDProviderTests.postLogoutRedirectURI) : nil)
+                serverSteps: [.revokeRefreshToken]
+                    + (providerLogout
+                        ? [
+                            .openID(
+                                .calling(provider, postLogoutRedirectURI: MockOpenIDProviderTests.postLogoutRedirectURI)
+                            )
+                        ]
+                        : []))
             let (signIn, report) = try await Self.signInAndOut(mock, provider, options: options)
             let refreshToken = try #require(signIn.tokens.refreshToken)
 
@@ -119,7 +125,7 @@ import Testing
 
     @Test func withNoRevocationEndpointAnywhereSignOutSaysSoAndSendsNothing() async throws {
         try await Self.withMock(listing: .nowhere) { mock, provider in
-            let options = SignOutOptions(revokeRefreshToken: true, revokeAccessToken: true)
+            let options = SignOutOptions(serverSteps: [.revokeRefreshToken, .revokeAccessToken])
             let (signIn, report) = try await Self.signInAndOut(mock, provider, options: options)
 
             #expect(report.refreshTokenRevocation == .noEndpoint, "\(report)")

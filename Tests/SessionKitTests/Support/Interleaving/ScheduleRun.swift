@@ -321,7 +321,7 @@ final class ScheduleRun: Sendable {
             let manager = manager
             do {
                 _ = try await ScheduleModel.StepContext.$step.withValue(index) {
-                    try await manager.signIn(account, makeCurrent: makeCurrent) { throw error }
+                    try await manager.signIn(makeCurrent: makeCurrent, authenticate: { throw error })
                 }
                 return "a sign-in of \(account.subject) whose grant failed succeeded"
             } catch {
