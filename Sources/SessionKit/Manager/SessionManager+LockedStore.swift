@@ -117,7 +117,7 @@ extension SessionManager {
             if case .failed(let error) = self.state, error.code == .storeUnavailable {
                 await self.restore()
             }
-            for session in self.guarded.withLock({ $0.sessions }) where session.unstoredRotation.withLock({ $0 }) {
+            for session in self.guarded.withLock({ $0.sessions }) where session.hasUnstoredRotation {
                 _ = await session.storeKeptTokens()
             }
         }

@@ -46,7 +46,7 @@ extension SessionManager {
         let live = guarded.withLock { $0.sessions }
         var checked = 0
         var ended = 0
-        for session in live where session.isActive && !session.deletingRejectedGrant.withLock({ $0 }) {
+        for session in live where session.isActive && !session.isDeletingRejectedGrant {
             checked += 1
             let record: CredentialRecord?
             do {
@@ -54,7 +54,7 @@ extension SessionManager {
             } catch {
                 continue
             }
-            if record == nil, !session.deletingRejectedGrant.withLock({ $0 }) {
+            if record == nil, !session.isDeletingRejectedGrant {
                 ended += 1
                 session.endSignedOutElsewhere()
             }

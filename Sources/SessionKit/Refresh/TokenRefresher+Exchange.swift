@@ -39,7 +39,7 @@ extension TokenRefresher {
         }
         // The store refused this session's rotated tokens (locked): the record holds the refresh token they
         // retired, which must never be presented or adopted. Store them first; while that is refused, no refresh.
-        if session.unstoredRotation.withLock({ $0 }) {
+        if session.hasUnstoredRotation {
             guard let tokens = session.tokens else { return .failure(.endedDuringRefresh) }
             do {
                 try await store.save(session.record(for: tokens, selectedAt: session.selectedAt))
@@ -82,7 +82,7 @@ extension TokenRefresher {
         if case .failure(let error) = outcome, error.endsGrant,
             (try? await store.load(for: session.account))?.refreshToken == presented
         {
-            session.deletingRejectedGrant.withLock { $0 = true }
+            session.lifetime(.beginDeletingRejectedGrant)
             try? await store.delete(for: session.account)
             lock.announceChange()
         }
@@ -118,8 +118,7 @@ extension TokenRefresher {
                 case .committed(let accessToken, let write):
                     if let write {
                         if let error = await write.value {
-                            session.unstoredRotation.withLock { $0 = true }
-                            session.refreshTokenLeftInStore.withLock { $0 = $0 ?? refreshToken }
+                            session.lifetime(.rotationRefused(leaving: refreshToken))
                             session.report(.storageFailed(error))
                         } else {
                             session.storedPendingRotation()

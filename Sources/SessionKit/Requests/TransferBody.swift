@@ -42,8 +42,8 @@ final class TransferBody: Sendable {
         let url = directory.appendingPathComponent(name)
         // Created under the lifetime lock while the session is active, so that once `end()` has returned (and a
         // sign-out purges the directory after it) no download creates a folder or a file of the account again.
-        let handle = try session.lifetime.withLock { lifetime -> FileHandle in
-            guard lifetime.isActive else { throw SessionError.ended }
+        let handle = try session.lifetime(.isActive) { active -> FileHandle in
+            guard active.flag else { throw SessionError.ended }
             do {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -176,9 +176,7 @@ extension UserSession {
                     // Registered under the lock that `end()` flips `isActive` under, as the last check before the
                     // start: either `end()` takes this task with the others and cancels it, or the session had ended
                     // by now and the task is cancelled here, never started.
-                    let registered = lifetime.withLock {
-                        $0.register(InFlightRequest(sessionTask: task, answer: answer))
-                    }
+                    let registered = lifetime(.register(InFlightRequest(sessionTask: task, answer: answer))).id
                     guard let registered else {
                         urlSession.cancelWithoutRacingCompletion([task])
                         throw SessionError.ended
@@ -191,13 +189,12 @@ extension UserSession {
             // Forgotten here, not in the completion handler: that runs on FoundationNetworking's work queue
             // (`ImmediateDelegateQueue`), and must not wait for the lifetime lock, which a transfer's creation
             // holds while it waits for that queue. After `end()` there is nothing left to forget: it took them all.
-            if let id { lifetime.withLock { $0.forget(id) } }
+            if let id { lifetime(.forget(id)) }
             throw error
         }
         // Forgotten, and the session's end checked, under one lock: a response that arrives after `end()` is never
         // handed over.
-        let active = lifetime.withLock { $0.complete(id) }
-        guard active else { throw SessionError.ended }
+        guard lifetime(.complete(id)).flag else { throw SessionError.ended }
         guard let http = answered.response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }

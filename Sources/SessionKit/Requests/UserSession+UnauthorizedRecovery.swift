@@ -53,11 +53,25 @@ extension UserSession {
             try Task.checkCancellation()
             var token: String?
             if carriesCredentials {
-                // The token read with the expiry check; after a refresh, the one it committed (or a later one). The
-                // check needs no suspension: only a refresh does.
-                let fresh = try refresher?.freshAccessToken(of: self)
-                if fresh == nil, let refresher { try await refresher.refreshIfExpiring(self) }
-                guard let credential = fresh ?? lifetime.withLock({ $0.isActive ? $0.credential : nil }) else {
+                // The token read with the expiry check and the origin's nonce, in one step; after a refresh, the one
+                // it committed (or a later one). The check needs no suspension: only a refresh does.
+                let now = refresher == nil ? nil : configuration.clock.now
+                guard
+                    case .credential(var held, let expiring, var nonce) = lifetime(
+                        .credential(at: now, nonceFor: request.url))
+                else { throw SessionError.ended }
+                if let refresher {
+                    if held == nil { throw SessionError.ended }
+                    if expiring {
+                        try await refresher.refreshIfExpiring(self)
+                        if case .credential(let after, _, let afterNonce) = lifetime(
+                            .credential(at: nil, nonceFor: request.url))
+                        {
+                            (held, nonce) = (after, afterNonce)
+                        }
+                    }
+                }
+                guard let credential = held else {
                     diagnose(.notice, .requestRefusedAfterEnd, ["method": HTTPMethod.of(request)])
                     throw SessionError.ended
                 }
@@ -69,7 +83,7 @@ extension UserSession {
                     // A proof for this attempt's method and URL, made now: a proof is single-use (RFC 9449 §11.1).
                     try applyCredential(
                         to: &request, token: credential.token, proofKey: credential.proofKey,
-                        tokenHash: credential.proofTokenHash)
+                        tokenHash: credential.proofTokenHash, nonce: nonce)
                 }
             } else if !isActive {
                 throw SessionError.ended

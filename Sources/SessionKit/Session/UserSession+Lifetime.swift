@@ -6,13 +6,40 @@ import SessionKitOAuth
 #endif
 
 extension UserSession {
-    /// What a session holds while it lives, and the only place that decides whether it is still active.
+    /// What a session holds while it lives, and the only place that decides whether it is still active: a value
+    /// that decides, kept by ``UserSession`` in one lock and fed one event per critical section
+    /// (``UserSession/lifetime(_:)``, `UserSession+LifetimeEvents.swift`).
     ///
-    /// It lives in ``UserSession/lifetime``'s lock, and every change is one of its operations, each one step under
-    /// that one lock: registering work checks the flag and takes an id from the one allocator in the same step, and
-    /// ``end()`` lowers the flag and takes everything registered in the same step, so whatever was registered is
-    /// among what `end()` cancels, and nothing is registered after. The operations only change the state and hand
-    /// back what the caller must do; nothing here cancels a task, runs a handler or writes a file.
+    /// Pure: no lock, no task, no clock read, no I/O. Registering work checks the phase and takes an id from the one
+    /// allocator in the same step, and ``end()`` moves to `ended` and takes everything registered in the same step,
+    /// so whatever was registered is among what `end()` cancels, and nothing is registered after. Nothing is built
+    /// here: a URLSession the session needs on first use (the hand-off writes', the transfers') is asked for as an
+    /// action (`.make`), built by the shell with no lock held, and offered back; the first offer is kept, a later
+    /// one (a racer lost) or one after the end is handed back to be invalidated.
+    ///
+    /// | Phase  | Event                                   | Action                                  | New phase |
+    /// |--------|-----------------------------------------|-----------------------------------------|-----------|
+    /// | active | `register`, `beginWrite`, `addEndHandler` | `.id(n)` (one allocator)              | active    |
+    /// | ended  | `register`, `beginWrite`, `addEndHandler` | `.id(nil)` (refused; a handler runs now) | ended    |
+    /// | any    | `forget(n)`, `endWrite(n)`, `removeEndHandler(n)` | `.none`                       | unchanged |
+    /// | any    | `complete(n)`                           | `.flag(phase is active)`                | unchanged |
+    /// | active | `credential(at:)`                       | `.credential(held, expiring, nonce)`    | active    |
+    /// | ended  | `credential(at:)`                       | `.credential(nil)`                      | ended     |
+    /// | active | `commitRefreshed(t)`, `adopt(t)`        | `.commit(merged, storable)`             | active    |
+    /// | ended  | `commitRefreshed(t)`, `adopt(t)`        | `.commit(nil)` (dropped)                | ended     |
+    /// | active | `seal`                                  | `.flag(first seal)`; writes sealed      | active    |
+    /// | active | `transfers`/`handoff`, none made        | `.supply(.make)`                        | active    |
+    /// | active | `transfers`/`handoff`, one made         | `.supply(.use(it, token, nonce))`       | active    |
+    /// | ended  | `transfers`/`handoff`                   | `.supply(.ended)`                       | ended     |
+    /// | active | `offer(s)`, none made                   | `.offer(.kept)`, transfers: end handler | active    |
+    /// | active | `offer(s)`, one made                    | `.offer(.spare(existing))`: invalidate s | active   |
+    /// | ended  | `offer(s)`                              | `.offer(.spare(nil))`: invalidate s     | ended     |
+    /// | active | `end`                                   | `.ended(everything registered, tokens)` | ended     |
+    /// | ended  | `end`                                   | `.ended(nil)`                           | ended     |
+    ///
+    /// What is not tied to the phase (the DPoP nonces, the record of a refused rotation, the deletion of a rejected
+    /// grant, the selection date) is plain state that the same lock keeps, so that a session has one lock for all it
+    /// holds. Lowering the phase also stops transfer starts (``UserSession/admitsStarts``): one flag, not two.
     struct Lifetime {
         /// What ``end()`` took from the session: what the caller cancels, runs and revokes once the lock is released.
         struct Ended {
@@ -24,10 +51,17 @@ extension UserSession {
             let handoff: URLSession?
             /// The tokens the session held at the instant it ended: what a sign-out revokes.
             let tokens: TokenSet?
+            /// The refresh token a refused rotation left in the store, if one did: the record is the session's too.
+            let refreshTokenLeftInStore: String?
         }
 
+        /// The lifetime's two phases: `active` until ``end()``, `ended` for good.
+        enum Phase { case active, ended }
+
+        /// The phase; it only ever moves from `active` to `ended`.
+        private(set) var phase = Phase.active
         /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
-        private(set) var isActive = true
+        var isActive: Bool { phase == .active }
         /// The tokens the session held; set with ``hold(_:refreshedBy:)``, which derives the next two from them.
         private(set) var tokens: TokenSet?
         /// When `tokens`' access token starts to count as expiring: its expiry less the refresher's margin
@@ -61,6 +95,19 @@ extension UserSession {
         private var credentialWritesSealed = false
         /// When the session last became the app's current one; stored with its record.
         private(set) var selectedAt: Date?
+        /// The last `DPoP-Nonce` each origin gave this session (RFC 9449 §9), for its next proof there.
+        private var dpopNonces: [Origin: String] = [:]
+        /// Whether the store refused the write of rotated tokens this session holds (a locked device): until a write
+        /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process
+        /// must store the session's tokens before it trusts the record.
+        private(set) var unstoredRotation = false
+        /// While a refused write of rotated tokens has not been made good: the refresh token the stored record still
+        /// holds, one this session retired. The record is this session's all the same, and goes with it when its
+        /// grant is rejected.
+        private(set) var refreshTokenLeftInStore: String?
+        /// Whether this process's refresher is deleting the record of a grant the server rejected: the record is then
+        /// gone because of this session's own rejection, not because another process signed the account out.
+        private(set) var deletingRejectedGrant = false
 
         // MARK: Tokens
 
@@ -193,27 +240,45 @@ extension UserSession {
         /// The writes in flight now.
         var pendingWrites: [PendingWrite] { Array(writes.values) }
 
-        /// The hand-off writes' URLSession, made by `make` on first use, or `nil` once the session has ended (or
-        /// holds no token to send).
-        mutating func handoff(orMake make: () -> URLSession) -> (session: URLSession, accessToken: String)? {
-            guard isActive, let token = tokens?.accessToken else { return nil }
-            if let handoffSession { return (handoffSession, token) }
-            let session = make()
-            handoffSession = session
-            return (session, token)
+        /// The hand-off writes' URLSession with the token and the nonce for `url`, `.make` when none is made yet, or
+        /// `.ended` once the session has ended (or holds no token to send).
+        func handoffSupply(nonceFor url: URL?) -> Supply<URLSession> {
+            guard isActive, let credential else { return .ended }
+            guard let handoffSession else { return .make }
+            return .use(handoffSession, credential, nonce: nonce(for: url, of: credential))
+        }
+
+        /// Keeps `made` as the hand-off writes' URLSession if none is kept yet and the session is active.
+        ///
+        /// - Returns: `.kept`, or `.spare(existing)`: `made` lost a race (or came after the end, `existing` `nil`) and
+        ///   the caller invalidates it; nothing ever holds it.
+        mutating func offerHandoff(_ made: URLSession) -> Offer<URLSession> {
+            guard isActive else { return .spare(nil) }
+            if let handoffSession { return .spare(handoffSession) }
+            handoffSession = made
+            return .kept
         }
 
         // MARK: Transfers
 
-        /// The transfer URLSession, made by `make` on first use with the end handler that ends its tasks, or `nil`
-        /// once the session has ended: whoever sees the session active sees the handler registered.
-        mutating func transferSession(orMake make: () -> TransferSession) -> TransferSession? {
-            guard isActive else { return nil }
-            if let transfers { return transfers }
-            let made = make()
+        /// The transfer URLSession with the token and the nonce for `url`, `.make` when none is made yet, or `.ended`
+        /// once the session has ended.
+        func transferSupply(nonceFor url: URL?) -> Supply<TransferSession> {
+            guard isActive else { return .ended }
+            guard let transfers else { return .make }
+            return .use(transfers, credential, nonce: credential.flatMap { nonce(for: url, of: $0) })
+        }
+
+        /// Keeps `made` as the transfer URLSession, with the end handler that ends its tasks, if none is kept yet and
+        /// the session is active: whoever sees the session active and the session kept sees the handler registered.
+        ///
+        /// - Returns: `.kept`, or `.spare(existing)`: the caller invalidates `made`, which no task was created on.
+        mutating func offerTransfers(_ made: TransferSession) -> Offer<TransferSession> {
+            guard isActive else { return .spare(nil) }
+            if let transfers { return .spare(transfers) }
             transfers = made
             endHandlers[allocateID()] = { made.endAll() }
-            return made
+            return .kept
         }
 
         /// Where downloads go: the directory set with ``useDownloadsDirectory(_:)``, else `temporary()`, made on
@@ -266,8 +331,10 @@ extension UserSession {
         ///   session had already ended.
         mutating func end() -> Ended? {
             guard isActive else { return nil }
-            isActive = false
-            let ended = Ended(requests: requests, handlers: endHandlers, handoff: handoffSession, tokens: tokens)
+            phase = .ended
+            let ended = Ended(
+                requests: requests, handlers: endHandlers, handoff: handoffSession, tokens: tokens,
+                refreshTokenLeftInStore: refreshTokenLeftInStore)
             hold(nil, refreshedBy: nil)
             // Moved out whole, not copied: ending costs the same whatever is in flight.
             requests = [:]
@@ -275,28 +342,51 @@ extension UserSession {
             return ended
         }
 
+        // MARK: DPoP nonces
+
+        /// The nonce to put in a proof for `url`, when the token is bound and the URL's origin gave one. Most servers
+        /// never send a nonce: then the URL's origin is not worked out.
+        func nonce(for url: URL?, of credential: Credential) -> String? {
+            guard credential.proofKey != nil, !dpopNonces.isEmpty, let origin = url.flatMap(Origin.init) else {
+                return nil
+            }
+            return dpopNonces[origin]
+        }
+
+        /// Keeps `nonce` for `url`'s origin.
+        mutating func noteNonce(_ nonce: String, for url: URL?) {
+            guard let origin = url.flatMap(Origin.init) else { return }
+            dpopNonces[origin] = nonce
+        }
+
+        // MARK: Refused rotations
+
+        /// The store refused the write of rotated tokens; `presented` is the refresh token the record still holds.
+        mutating func rotationRefused(leaving presented: String) {
+            unstoredRotation = true
+            refreshTokenLeftInStore = refreshTokenLeftInStore ?? presented
+        }
+
+        /// The store now holds `refreshToken` for this session (`nil`: the tokens the session holds): nothing is left
+        /// behind if it is the session's current one; otherwise it is the retired token the record holds.
+        mutating func stored(refreshToken: String?) {
+            if let refreshToken, tokens?.refreshToken != refreshToken {
+                refreshTokenLeftInStore = refreshToken
+            } else {
+                unstoredRotation = false
+                refreshTokenLeftInStore = nil
+            }
+        }
+
+        /// This process's refresher is about to delete the record of a grant the server rejected.
+        mutating func beginDeletingRejectedGrant() {
+            deletingRejectedGrant = true
+        }
+
         @inline(__always)
         private mutating func allocateID() -> Int {
             defer { nextID &+= 1 }
             return nextID
-        }
-    }
-
-    /// An access token and the `Authorization` header value that sends it: worked out once when the session holds
-    /// its tokens (``Lifetime/hold(_:refreshedBy:)``), read by every request.
-    struct Credential {
-        let token: String
-        let authorization: String
-        /// The DPoP key every request with the token carries a proof of, if the token is bound.
-        let proofKey: DPoPKey?
-        /// The proofs' `ath` for this token (RFC 9449 §4.2), when it is bound: the same for every proof.
-        let proofTokenHash: String?
-
-        init(tokens: TokenSet) {
-            token = tokens.accessToken
-            proofKey = tokens.proofKey
-            proofTokenHash = tokens.proofKey == nil ? nil : DPoPProof.tokenHash(tokens.accessToken)
-            authorization = (tokens.proofKey == nil ? "Bearer " : "DPoP ") + tokens.accessToken
         }
     }
 }
