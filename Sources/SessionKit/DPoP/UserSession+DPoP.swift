@@ -32,15 +32,4 @@ extension UserSession {
             accessTokenHash: tokenHash ?? DPoPProof.tokenHash(token), nonce: nonce, now: configuration.clock.wallNow)
         request.setFieldValues([("Authorization", "DPoP \(token)"), ("DPoP", proof)])
     }
-
-    /// Keeps a response's `DPoP-Nonce` for its origin (RFC 9449 §9), and says whether the response refused the
-    /// proof for its nonce (`401` with `WWW-Authenticate: DPoP error="use_dpop_nonce"`) and gave a new one.
-    func noteDPoPNonce(of response: HTTPURLResponse, for url: URL?) -> Bool {
-        guard let nonce = response.value(forHTTPHeaderField: "DPoP-Nonce"), !nonce.isEmpty,
-            url.flatMap(Origin.init) != nil
-        else { return false }
-        lifetime(.noteNonce(nonce, for: url))
-        return response.statusCode == 401
-            && DPoPProof.asksForNonce(response.value(forHTTPHeaderField: "WWW-Authenticate"))
-    }
 }

@@ -275,20 +275,18 @@ extension UserSession {
             discardUnstarted: { transfers.cancel($0) },
             create: { (answer: TaskAnswer<HTTPURLResponse>) in
                 let handle = answer.handle
-                let response = Lock<HTTPURLResponse?>(nil)
                 var events = TransferEvents { [weak self] error in
                     if let failure = body.failure {
                         answer.resume(throwing: failure)
                     } else if let error {
                         answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                    } else if let answered = response.withLock({ $0 }), self != nil {
+                    } else if let answered = body.response, self != nil {
                         answer.resume(returning: answered)
                     } else {
                         answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
                     }
                 }
                 events.response = { answered in
-                    response.withLock { $0 = answered }
                     body.begin(answered)
                     if !isUpload {
                         progress?(TransferProgress(completedBytes: body.written, expectedBytes: body.expected))
