@@ -134,28 +134,28 @@ extension UserSession {
 
             // Redirects are followed here, never by the URLSession, so that every hop is judged by one rule.
             // Only a 3xx can be a redirect: `RedirectDecision` delivers every other answer, so it is not asked.
-            let decision =
-                (300..<400).contains(response.statusCode)
-                ? RedirectDecision.after(
+            if (300..<400).contains(response.statusCode) {
+                switch RedirectDecision.after(
                     response, to: request, carriesCredentials: carriesCredentials, hops: hops,
-                    scope: configuration.credentialScope) : .deliver
-            switch decision {
-            case .deliver:
-                break
-            case .refuse(let error):
-                discard(value)
-                diagnoseRefusedRedirect(from: request, response: response, error: error)
-                throw error
-            case .follow(let next, let carries):
-                discard(value)
-                if carriesCredentials, !carries {
-                    diagnoseWithheld(from: request, to: next, status: response.statusCode)
+                    scope: configuration.credentialScope)
+                {
+                case .deliver:
+                    break
+                case .refuse(let error):
+                    discard(value)
+                    diagnoseRefusedRedirect(from: request, response: response, error: error)
+                    throw error
+                case .follow(let next, let carries):
+                    discard(value)
+                    if carriesCredentials, !carries {
+                        diagnoseWithheld(from: request, to: next, status: response.statusCode)
+                    }
+                    request = next
+                    carriesCredentials = carries
+                    hops += 1
+                    replayable = RetryPolicy.isReplayable(request)
+                    continue
                 }
-                request = next
-                carriesCredentials = carries
-                hops += 1
-                replayable = RetryPolicy.isReplayable(request)
-                continue
             }
 
             let asksForNonce = token != nil && noteDPoPNonce(of: response, for: request.url)
