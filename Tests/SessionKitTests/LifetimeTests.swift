@@ -4,6 +4,10 @@ import Testing
 @testable import SessionKit
 @testable import SessionKitOAuth
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `UserSession.Lifetime`'s operations as plain function calls: no lock, no task, no server.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct LifetimeTests {
     typealias Lifetime = UserSession.Lifetime
@@ -108,5 +112,133 @@ import Testing
         let set = managed.downloads { URL(fileURLWithPath: "/other") }
         #expect(set == directory)
         #expect(managed.endHandlerCount == 0, "the account's directory is purged by the sign-out, not at the end")
+    }
+
+    // MARK: The machine's events, one transition each
+
+    @Test func aURLSessionOfferedAfterTheEndIsHandedBackToBeInvalidatedNotKept() {
+        var lifetime = Lifetime()
+        lifetime.hold(Self.tokens("a"), refreshedBy: nil)
+        _ = lifetime.end()
+        let handoff = URLSession(configuration: .ephemeral)
+        defer { handoff.invalidateAndCancel() }
+        let transfers = TransferSession(cookies: nil, idleTimeout: 60)
+        defer { transfers.urlSession.invalidateAndCancel() }
+        guard case .spare(nil) = lifetime.offerHandoff(handoff) else {
+            Issue.record("a hand-off URLSession offered after the end was kept")
+            return
+        }
+        guard case .spare(nil) = lifetime.offerTransfers(transfers) else {
+            Issue.record("a transfer URLSession offered after the end was kept")
+            return
+        }
+        #expect(lifetime.endHandlerCount == 0, "no end handler registered after the end")
+        guard case .ended = lifetime.transferSupply(nonceFor: nil), case .ended = lifetime.handoffSupply(nonceFor: nil)
+        else {
+            Issue.record("an ended lifetime supplies a URLSession")
+            return
+        }
+    }
+
+    @Test func theFirstURLSessionOfferedIsKeptAndARacersIsASpare() {
+        var lifetime = Lifetime()
+        lifetime.hold(Self.tokens("a"), refreshedBy: nil)
+        guard case .make = lifetime.transferSupply(nonceFor: nil) else {
+            Issue.record("none made yet: the answer is to make one")
+            return
+        }
+        let first = TransferSession(cookies: nil, idleTimeout: 60)
+        let second = TransferSession(cookies: nil, idleTimeout: 60)
+        defer {
+            first.urlSession.invalidateAndCancel()
+            second.urlSession.invalidateAndCancel()
+        }
+        guard case .kept = lifetime.offerTransfers(first) else {
+            Issue.record("the first offer is kept")
+            return
+        }
+        guard case .spare(let kept) = lifetime.offerTransfers(second) else {
+            Issue.record("a second offer is a spare")
+            return
+        }
+        #expect(kept === first)
+        #expect(lifetime.endHandlerCount == 1, "one end handler, for the one kept")
+        guard case .use(let used, let credential, _) = lifetime.transferSupply(nonceFor: nil) else {
+            Issue.record("once made, it is used")
+            return
+        }
+        #expect(used === first && credential?.token == "a")
+    }
+
+    @Test func endTakesEveryRegistrationAndTheHandOffSessionInOneStep() throws {
+        var lifetime = Lifetime()
+        lifetime.hold(Self.tokens("a"), refreshedBy: nil)
+        let handoff = URLSession(configuration: .ephemeral)
+        defer { handoff.invalidateAndCancel() }
+        _ = lifetime.offerHandoff(handoff)
+        _ = lifetime.addEndHandler {}
+        _ = lifetime.addEndHandler {}
+        lifetime.rotationRefused(leaving: "r0")
+        guard case .ended(let end) = lifetime.handle(.end) else {
+            Issue.record("the end answers what it took")
+            return
+        }
+        let ended = try #require(end)
+        #expect(ended.handlers.count == 2)
+        #expect(ended.handoff === handoff, "the hand-off URLSession is taken, to finish and invalidate")
+        #expect(ended.tokens?.accessToken == "a")
+        #expect(ended.refreshTokenLeftInStore == "r0")
+        #expect(lifetime.phase == .ended)
+        guard case .id(nil) = lifetime.handle(.addEndHandler({})),
+            case .id(nil) = lifetime.handle(.beginWrite(Self.write()))
+        else {
+            Issue.record("a registration after the end is refused")
+            return
+        }
+        guard case .ended(nil) = lifetime.handle(.end) else {
+            Issue.record("only the first end takes anything")
+            return
+        }
+    }
+
+    @Test func theCredentialEventAnswersTheHeldCredentialAndTheNonceOnlyForABoundToken() throws {
+        let url = try #require(URL(string: "https://api.example/me"))
+        var bearer = Lifetime()
+        bearer.hold(Self.tokens("a"), refreshedBy: nil)
+        bearer.noteNonce("n1", for: url)
+        guard case .credential(let credential?, false, nil) = bearer.handle(.credential(at: .now, nonceFor: url)) else {
+            Issue.record("a bearer token is sent with no nonce, not expiring without a refresher")
+            return
+        }
+        #expect(credential.authorization == "Bearer a")
+        var bound = Lifetime()
+        var tokens = Self.tokens("b")
+        tokens.proofKey = try DPoPKey.generate()
+        bound.hold(tokens, refreshedBy: nil)
+        bound.noteNonce("n2", for: url)
+        guard case .credential(_?, _, "n2") = bound.handle(.credential(at: nil, nonceFor: url)) else {
+            Issue.record("a bound token's proof carries its origin's last nonce")
+            return
+        }
+        _ = bound.end()
+        guard case .credential(nil, _, _) = bound.handle(.credential(at: nil, nonceFor: url)) else {
+            Issue.record("an ended lifetime sends no credential")
+            return
+        }
+    }
+
+    @Test func aRefusedRotationIsRememberedUntilTheSessionsTokensAreStored() {
+        var lifetime = Lifetime()
+        lifetime.hold(Self.tokens("a", refresh: "r1"), refreshedBy: nil)
+        lifetime.rotationRefused(leaving: "r0")
+        lifetime.rotationRefused(leaving: "r-later")
+        #expect(lifetime.unstoredRotation)
+        #expect(lifetime.refreshTokenLeftInStore == "r0", "the first retired token is the one the record holds")
+        lifetime.stored(refreshToken: "r-other")
+        #expect(lifetime.unstoredRotation && lifetime.refreshTokenLeftInStore == "r-other")
+        lifetime.stored(refreshToken: "r1")
+        #expect(!lifetime.unstoredRotation && lifetime.refreshTokenLeftInStore == nil)
+        lifetime.beginDeletingRejectedGrant()
+        #expect(lifetime.deletingRejectedGrant)
     }
 }

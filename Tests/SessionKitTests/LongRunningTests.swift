@@ -127,9 +127,9 @@ import Testing
         let account = Account(issuer: issuer, subject: "kept")
         try await vault.save(CredentialRecord(account: account, refreshToken: "refresh-kept"))
 
-        #expect(vault.accountsWithQueues == 0)
+        #expect(vault.pending.accounts == 0)
         #expect(try await vault.load(for: account)?.refreshToken == "refresh-kept")
-        #expect(vault.accountsWithQueues == 0)
+        #expect(vault.pending.accounts == 0)
     }
 
     // MARK: - Deleting a dead session's record

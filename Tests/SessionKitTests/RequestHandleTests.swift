@@ -74,7 +74,7 @@ import Testing
             defer { session.end() }
             let request = Task { try await session.download(for: get(server, "/held")) }
             await gate.waitForArrivals(1)
-            let transfers = try #require(session.lifetime.withLock { $0.transfers })
+            let transfers = try #require(session.madeTransferSession)
             let running = await withCheckedContinuation { (found: CheckedContinuation<[URLSessionTask], Never>) in
                 transfers.urlSession.getAllTasks { found.resume(returning: $0) }
             }

@@ -119,7 +119,7 @@ import Testing
             }
             var configuration = UserSession.Configuration(retryPolicy: .never)
             configuration.beforeStart = { session in
-                let transfers = session.lifetime.withLock { $0.transfers }
+                let transfers = session.madeTransferSession
                 transfers?.urlSession.delegateQueue.addOperation { delegateQueueHeld.wait() }
                 session.end()
             }

@@ -41,7 +41,7 @@ import Testing
 
     /// Waits, at most a minute, until no transfer of `session` is in flight.
     private static func transfersStop(in session: UserSession) async -> Bool {
-        guard let transfers = session.lifetime.withLock({ $0.transfers }) else { return true }
+        guard let transfers = session.madeTransferSession else { return true }
         return await eventually(within: .seconds(60)) { transfers.inFlight == 0 }
     }
 
@@ -309,7 +309,7 @@ import Testing
             let (bytes, _) = try await session.bytes(for: get(server, "/events"))
             var iterator = bytes.makeAsyncIterator()
             for _ in 0..<3 { _ = try await iterator.next() }
-            let queue = try #require(session.lifetime.withLock { $0.transfers }).urlSession.delegateQueue
+            let queue = try #require(session.madeTransferSession).urlSession.delegateQueue
             let held = DispatchSemaphore(value: 0)
             queue.addOperation { held.wait() }
             // Twenty chunks wait behind the held operation, each an operation of its own.
@@ -339,7 +339,7 @@ import Testing
                 let (bytes, _) = try await session.bytes(for: get(server, "/events"))
                 for try await _ in bytes { break }
             }
-            let transfers = try #require(session.lifetime.withLock { $0.transfers })
+            let transfers = try #require(session.madeTransferSession)
             let finished = await eventually(within: .seconds(60)) { transfers.inFlight == 0 }
             #expect(finished, "the transfer goes on after its consumer left")
         }
@@ -386,7 +386,7 @@ import Testing
         session.end()
         let finished = await eventually(within: .seconds(60)) { task.state == .completed }
         #expect(finished)
-        let transfers = try #require(session.lifetime.withLock { $0.transfers })
+        let transfers = try #require(session.madeTransferSession)
         #expect(transfers.inFlight == 0)
     }
 
@@ -404,7 +404,7 @@ import Testing
         session.end()
         let finished = await eventually(within: .seconds(60)) { [tasks] in tasks.allSatisfy { $0.state == .completed } }
         #expect(finished)
-        let transfers = try #require(session.lifetime.withLock { $0.transfers })
+        let transfers = try #require(session.madeTransferSession)
         #expect(await eventually(within: .seconds(60)) { transfers.inFlight == 0 })
     }
 

@@ -56,11 +56,11 @@ package final class CredentialVault: Sendable {
         return accounts.map { account in enqueue(on: account) {} }
     }
 
-    /// How many operations are pending now, on every account.
-    var pendingOperations: Int { queues.withLock { $0.values.reduce(0) { $0 + $1.pending } } }
-
-    /// How many accounts have a queue now (operations pending), for tests.
-    var accountsWithQueues: Int { queues.withLock { $0.count } }
+    /// How many operations are pending now, on every account, and how many accounts have a queue (operations
+    /// pending): the second is for tests that check a queue is dropped with its last operation.
+    var pending: (operations: Int, accounts: Int) {
+        queues.withLock { queues in (queues.values.reduce(0) { $0 + $1.pending }, queues.count) }
+    }
 
     /// Enqueues a save of `record` and returns at once; await the task for the outcome.
     ///

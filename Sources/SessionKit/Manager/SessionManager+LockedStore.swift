@@ -111,7 +111,7 @@ extension SessionManager {
             if case .failed(let error) = self.state, error.code == .storeUnavailable {
                 await self.restore()
             }
-            for session in self.snapshot.sessions where session.unstoredRotation.withLock({ $0 }) {
+            for session in self.snapshot.sessions where session.hasUnstoredRotation {
                 _ = await session.storeKeptTokens()
             }
         }

@@ -32,7 +32,7 @@ extension SessionManager {
         let live = snapshot.sessions
         var checked = 0
         var ended = 0
-        for session in live where session.isActive && !session.deletingRejectedGrant.withLock({ $0 }) {
+        for session in live where session.isActive && !session.isDeletingRejectedGrant {
             checked += 1
             let record: CredentialRecord?
             do {
@@ -40,7 +40,7 @@ extension SessionManager {
             } catch {
                 continue
             }
-            if record == nil, !session.deletingRejectedGrant.withLock({ $0 }) {
+            if record == nil, !session.isDeletingRejectedGrant {
                 ended += 1
                 session.endSignedOutElsewhere()
             }

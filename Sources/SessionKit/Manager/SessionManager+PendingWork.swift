@@ -114,7 +114,7 @@ extension SessionManager {
     /// - Returns: How many credential operations were still queued at the end.
     func finishCredentialOperations(until deadline: ContinuousClock.Instant) async -> Int {
         let clock = configuration.sessionConfiguration.clock
-        while vault.pendingOperations > 0, clock.now < deadline {
+        while vault.pending.operations > 0, clock.now < deadline {
             let markers = vault.drain()
             var all = true
             for marker in markers {
@@ -131,6 +131,6 @@ extension SessionManager {
             }
             if !all { break }
         }
-        return vault.pendingOperations
+        return vault.pending.operations
     }
 }

@@ -319,11 +319,9 @@ public final class SessionManager: Sendable, Observable {
         // newer one afterwards, and whoever sees the session ended finds it queued. A session something else ended
         // first (a sign-out, which purges; a re-login, whose record must stay) is left to that.
         let vault = vault
-        session.finish(refreshError: error) { refreshToken in
+        session.finish(refreshError: error) { refreshToken, leftInStore in
             if let refreshToken {
-                vault.enqueueDelete(
-                    for: account, ifHolding: refreshToken,
-                    orHolding: session.refreshTokenLeftInStore.withLock { $0 })
+                vault.enqueueDelete(for: account, ifHolding: refreshToken, orHolding: leftInStore)
             } else {
                 vault.enqueueDelete(for: account)
             }

@@ -45,7 +45,7 @@ extension TokenRefresher {
                 }
                 action = exchange.lockAcquired(
                     sessionActive: !Task.isCancelled && session.isActive,
-                    unstoredRotation: session.unstoredRotation.withLock({ $0 }))
+                    unstoredRotation: session.hasUnstoredRotation)
             case .storeRotation:
                 // The store refused this session's rotated tokens (locked): the record holds the refresh token they
                 // retired, which must never be presented or adopted. Store them first; while that is refused, no
@@ -120,7 +120,7 @@ extension TokenRefresher {
                     storedRefreshToken: (try? await store?.load(for: session.account))?.refreshToken)
             case .deleteRejectedRecord:
                 // Before the lock is released, so no other process presents it again.
-                session.deletingRejectedGrant.withLock { $0 = true }
+                session.lifetime(.beginDeletingRejectedGrant)
                 try? await store?.delete(for: session.account)
                 lock?.announceChange()
                 action = exchange.rejectedRecordDeleted()
@@ -143,8 +143,7 @@ extension TokenRefresher {
                 let error = await write.value
                 switch exchange.rotationWritten(failed: error != nil) {
                 case .keepUnstored(let retired):
-                    session.unstoredRotation.withLock { $0 = true }
-                    session.refreshTokenLeftInStore.withLock { $0 = $0 ?? retired }
+                    session.lifetime(.rotationRefused(leaving: retired))
                     if let error { session.report(.storageFailed(error)) }
                 case .stored:
                     session.storedPendingRotation()

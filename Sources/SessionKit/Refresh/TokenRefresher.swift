@@ -102,14 +102,11 @@ final class TokenRefresher: Sendable {
     /// - Throws: `sessionEnded` when the session has ended.
     func freshAccessToken(of session: UserSession) throws -> UserSession.Credential? {
         let now = clock.now
-        let current = session.lifetime.withLock { lifetime -> (credential: UserSession.Credential, expiring: Bool)? in
-            guard lifetime.isActive, let credential = lifetime.credential else { return nil }
-            // What was worked out when the tokens were held, read in place: copying the `TokenSet` out of the lock
-            // would retain and release all its strings.
-            return (credential, lifetime.isExpiring(at: now))
-        }
-        guard let current else { throw SessionError.ended }
-        return current.expiring ? nil : current.credential
+        // What was worked out when the tokens were held, read in place: copying the `TokenSet` out of the lock
+        // would retain and release all its strings.
+        guard case .credential(let credential?, let expiring, _) = session.lifetime(.credential(at: now, nonceFor: nil))
+        else { throw SessionError.ended }
+        return expiring ? nil : credential
     }
 
     /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent
@@ -162,9 +159,9 @@ final class TokenRefresher: Sendable {
         let step = state.withLock { machine -> Step in
             // The session's tokens, read inside the machine's critical section (the refresher's lock, then the
             // session's): a flight commits before it finishes, so these are its tokens or it is still in progress.
-            let held = session.lifetime.withLock { lifetime -> Machine.Held? in
-                guard lifetime.isActive, let tokens = lifetime.tokens else { return nil }
-                return Machine.Held(tokens: tokens, expiring: lifetime.isExpiring(at: now))
+            var held: Machine.Held?
+            if case .held(let tokens?, let expiring) = session.lifetime(.held(at: now)) {
+                held = Machine.Held(tokens: tokens, expiring: expiring)
             }
             switch machine.need(reason, holding: held, at: now) {
             case .use(let accessToken):

@@ -17,6 +17,8 @@ final class TransferBody: Sendable {
         var assemblesRanges = false
         /// The current answer of a ranged download is neither a range nor a whole body: it is kept in `data`.
         var holdsAnswer = false
+        /// The response head of the current attempt, once it arrived.
+        var response: HTTPURLResponse?
     }
 
     private let state = Lock(State())
@@ -42,8 +44,8 @@ final class TransferBody: Sendable {
         let url = directory.appendingPathComponent(name)
         // Created under the lifetime lock while the session is active, so that once `end()` has returned (and a
         // sign-out purges the directory after it) no download creates a folder or a file of the account again.
-        let handle = try session.lifetime.withLock { lifetime -> FileHandle in
-            guard lifetime.isActive else { throw SessionError.ended }
+        let handle = try session.lifetime(.isActive) { active -> FileHandle in
+            guard active.flag else { throw SessionError.ended }
             do {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -59,15 +61,19 @@ final class TransferBody: Sendable {
         return TransferBody(handle: handle, url: url)
     }
 
+    /// The state as it is now, read in one step (its `Data` is shared, not copied).
+    private var current: State { state.withLock { $0 } }
     /// What the body holds, for a body kept in memory.
-    var data: Data { state.withLock { $0.data } }
+    var data: Data { current.data }
     /// The total announced by the response, if any.
-    var expected: Int64? { state.withLock { $0.expected } }
+    var expected: Int64? { current.expected }
     /// Why the body could not be stored, if it could not.
-    var failure: SessionError? { state.withLock { $0.failure } }
+    var failure: SessionError? { current.failure }
+    /// The response head of the current attempt, once it arrived (``begin(_:)``).
+    var response: HTTPURLResponse? { current.response }
 
     /// The bytes stored so far (for a ranged download, from the start of the file).
-    var written: Int64 { state.withLock { $0.written } }
+    var written: Int64 { current.written }
 
     /// The response head arrived. For a download assembled from ranges, a 206 goes on where the file stands, a
     /// 200 is the whole body and replaces what the file holds, and any other answer (a 401 or a 503 that may be
@@ -75,6 +81,7 @@ final class TransferBody: Sendable {
     /// ``rewind(to:)``, so the ranges already stored are not lost to it.
     func begin(_ response: HTTPURLResponse) {
         state.withLock { state in
+            state.response = response
             let length = response.expectedContentLength
             state.expected = length >= 0 ? length : nil
             guard state.assemblesRanges else { return }
@@ -97,6 +104,7 @@ final class TransferBody: Sendable {
         try state.withLock { state in
             state.assemblesRanges = true
             state.holdsAnswer = false
+            state.response = nil
             state.data = Data()
             if state.written != offset { truncate(&state, to: offset) }
             if let failure = state.failure { throw failure }

@@ -87,8 +87,7 @@ extension UserSession {
         _ request: URLRequest, replayable: Bool
     ) async throws -> (StreamHandle, HTTPURLResponse) {
         let handle = RequestHandle()
-        let transfers = lifetime.withLock { transferSession(&$0) }
-        guard let transfers else { throw SessionError.ended }
+        guard let transfers = transferSession() else { throw SessionError.ended }
         let (chunks, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
         let stream = StreamHandle(bytes: AsyncBytes(chunks: chunks)) { handle.cancel(in: transfers.urlSession) }
         // The consumer stopped iterating (or dropped the sequence): the transfer has no one to deliver to.
@@ -98,7 +97,7 @@ extension UserSession {
         let response: HTTPURLResponse = try await TaskBridge.run(
             handle: handle,
             cancellingThrough: transfers.urlSession,
-            admits: { admitsStarts.withLock { $0 } },
+            admits: { isActive },
             notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
             discardUnstarted: { task in
                 continuation.finish()
@@ -132,7 +131,7 @@ extension UserSession {
                     continuation.yield(chunk)
                 }
                 do {
-                    return try createTransfer(events: events) { urlSession, _ in urlSession.dataTask(with: request) }
+                    return try createTransfer(events: events) { urlSession, _, _ in urlSession.dataTask(with: request) }
                         .task
                 } catch {
                     continuation.finish(throwing: error)

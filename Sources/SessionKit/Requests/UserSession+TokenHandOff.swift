@@ -84,7 +84,11 @@ extension UserSession {
         if let refusal = configuration.credentialScope.refusal(of: request.url) { throw refusal }
         let token = try await freshAccessToken(minimumValidity: .zero)
         var authorized = request
-        try applyCredential(to: &authorized, token: token, proofKey: tokens?.proofKey)
+        var (proofKey, nonce): (DPoPKey?, String?) = (nil, nil)
+        if case .credential(let credential?, _, let origins) = lifetime(.credential(at: nil, nonceFor: request.url)) {
+            (proofKey, nonce) = (credential.proofKey, origins)
+        }
+        try applyCredential(to: &authorized, token: token, proofKey: proofKey, nonce: nonce)
         return authorized
     }
 
@@ -103,7 +107,9 @@ extension UserSession {
                 try await refresher.recover(self, rejectedToken: tokens.accessToken)
             }
         }
-        guard let tokens = lifetime.withLock({ $0.isActive ? $0.tokens : nil }) else { throw SessionError.ended }
+        guard case .held(let tokens?, _) = lifetime(.held(at: configuration.clock.now)) else {
+            throw SessionError.ended
+        }
         guard !tokens.isExpired(at: configuration.clock.now, leeway: minimumValidity) else {
             throw SessionError(
                 .accessExpired,

@@ -157,32 +157,47 @@ extension UserSession {
     /// folder in the account's own directory, purged with the rest of the account's data at sign-out. Otherwise it
     /// is a private temporary directory of this session, removed when the session ends.
     public var downloadsDirectory: URL {
-        lifetime.withLock { lifetime in
-            lifetime.downloads {
-                FileManager.default.temporaryDirectory
-                    .appendingPathComponent("SessionKit-downloads-\(serial.rawValue)-\(UUID().uuidString)")
-            }
-        }
+        let temporary = FileManager.default.temporaryDirectory
+            .appendingPathComponent("SessionKit-downloads-\(serial.rawValue)-\(UUID().uuidString)")
+        guard case .directory(let directory) = lifetime(.downloads(temporary: temporary)) else { return temporary }
+        return directory
     }
 
     /// Sets where downloads go: the account's directory, for a session a manager made.
     func useDownloadsDirectory(_ directory: URL?) {
-        lifetime.withLock { $0.useDownloadsDirectory(directory) }
+        lifetime(.useDownloadsDirectory(directory))
     }
 
     // MARK: - The transfer bridge
 
-    /// The session's transfer URLSession, created on first use, or `nil` once the session has ended.
+    /// The session's transfer URLSession, made on first use, or `nil` once the session has ended.
     ///
-    /// Created under the lifetime lock with its end handler: whoever sees the session active sees the handler
-    /// registered, and `end()` runs it after the flag is down, when no task can be created on it any more.
-    func transferSession(_ lifetime: inout Lifetime) -> TransferSession? {
-        lifetime.transferSession {
-            TransferSession(
-                cookies: urlSession.configuration.httpCookieStorage,
-                idleTimeout: configuration.requestTimeout.urlSessionTimeout
-            )
+    /// Made with no lock held and offered to the lifetime, which keeps the first one offered while the session is
+    /// active and registers its end handler in the same step: whoever sees the session active and this URLSession
+    /// kept sees the handler registered, and `end()` runs it after the phase is `ended`, when no task can be created
+    /// on it any more. A spare (a racer's, or one made as the session ended) is invalidated before any task is
+    /// created on it.
+    func transferSession() -> TransferSession? {
+        guard case .transfers(let supply) = lifetime(.transfers(nonceFor: nil)) else { return nil }
+        switch supply {
+        case .ended: return nil
+        case .use(let transfers, _, _): return transfers
+        case .make: break
         }
+        let made = TransferSession(
+            cookies: urlSession.configuration.httpCookieStorage,
+            idleTimeout: configuration.requestTimeout.urlSessionTimeout
+        )
+        guard case .offeredTransfers(let offer) = lifetime(.offerTransfers(made)) else { return nil }
+        guard case .spare(let kept) = offer else { return made }
+        made.urlSession.finishTasksAndInvalidate()
+        return kept
+    }
+
+    /// The transfer URLSession if one was made, even after the end; makes none (for tests).
+    var madeTransferSession: TransferSession? {
+        guard case .sessions(_, _, let transfers) = lifetime(.sessions) else { return nil }
+        return transfers
     }
 
     /// Creates one transfer task under the lock that guards `isActive`, registers its events, and starts it under
@@ -195,30 +210,47 @@ extension UserSession {
     func startTransfer(
         handle: RequestHandle,
         events: TransferEvents,
-        make: (URLSession, _ accessToken: String?) -> URLSessionTask
+        nonceFor url: URL? = nil,
+        make: (URLSession, Credential?, _ nonce: String?) -> URLSessionTask
     ) throws -> (transfers: TransferSession, task: URLSessionTask) {
-        let (transfers, task) = try createTransfer(events: events, make: make)
-        let started = admitsStarts.withLock { $0 } && handle.start(task)
+        let (transfers, task) = try createTransfer(events: events, nonceFor: url, make: make)
+        let started = isActive && handle.start(task)
         if !started { transfers.cancel(task) }
         return (transfers, task)
     }
 
     /// Creates one transfer task, suspended, under the lock that guards `isActive`, and registers its events.
     ///
+    /// - Parameters:
+    ///   - events: What the task's delegate calls go to.
+    ///   - url: Where the nonce `make` gets is for (a WebSocket's handshake).
+    ///   - make: Creates the task on the transfer URLSession, with the credential the session holds at that instant
+    ///     and the nonce for `url`.
+    /// - Returns: The transfer session and the task.
     /// - Throws: `sessionEnded` when the session had ended: then nothing was created and `events` hear nothing.
     func createTransfer(
         events: TransferEvents,
-        make: (URLSession, _ accessToken: String?) -> URLSessionTask
+        nonceFor url: URL? = nil,
+        make: (URLSession, Credential?, _ nonce: String?) -> URLSessionTask
     ) throws -> (transfers: TransferSession, task: URLSessionTask) {
-        let created = lifetime.withLock { lifetime -> (TransferSession, URLSessionTask)? in
-            guard let transfers = transferSession(&lifetime) else { return nil }
-            let task = make(transfers.urlSession, lifetime.tokens?.accessToken)
-            transfers.register(task, events)
-            return (transfers, task)
+        while true {
+            // Created under the lifetime lock: `end()` takes it before its end handler invalidates the transfer
+            // URLSession, so every task created on it is among those that handler cancels.
+            let created = try lifetime(.transfers(nonceFor: url)) { action -> (TransferSession, URLSessionTask)? in
+                guard case .transfers(.use(let transfers, let credential, let nonce)) = action else {
+                    if case .transfers(.make) = action { return nil }
+                    throw SessionError.ended
+                }
+                let task = make(transfers.urlSession, credential, nonce)
+                transfers.register(task, events)
+                return (transfers, task)
+            }
+            if let created {
+                configuration.beforeStart?(self)
+                return created
+            }
+            guard transferSession() != nil else { throw SessionError.ended }
         }
-        guard let created else { throw SessionError.ended }
-        configuration.beforeStart?(self)
-        return created
     }
 
     /// Runs one transfer to its end, its response body going into `body`.
@@ -232,32 +264,29 @@ extension UserSession {
         progress: (@Sendable (TransferProgress) -> Void)?,
         make: (URLSession) -> URLSessionTask
     ) async throws -> HTTPURLResponse {
-        let transfers = lifetime.withLock { transferSession(&$0) }
-        guard let transfers else { throw SessionError.ended }
+        guard let transfers = transferSession() else { throw SessionError.ended }
         let isUpload = !["GET", "HEAD"].contains(HTTPMethod.of(request))
         // A start that `end()` or the caller's cancellation came before is cancelled, and its cancellation, like
         // any, is reported through the task's events (mapped to what it was by the caller's loop).
         return try await TaskBridge.run(
             cancellingThrough: transfers.urlSession,
-            admits: { admitsStarts.withLock { $0 } },
+            admits: { isActive },
             notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
             discardUnstarted: { transfers.cancel($0) },
             create: { (answer: TaskAnswer<HTTPURLResponse>) in
                 let handle = answer.handle
-                let response = Lock<HTTPURLResponse?>(nil)
                 var events = TransferEvents { [weak self] error in
                     if let failure = body.failure {
                         answer.resume(throwing: failure)
                     } else if let error {
                         answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                    } else if let answered = response.withLock({ $0 }), self != nil {
+                    } else if let answered = body.response, self != nil {
                         answer.resume(returning: answered)
                     } else {
                         answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
                     }
                 }
                 events.response = { answered in
-                    response.withLock { $0 = answered }
                     body.begin(answered)
                     if !isUpload {
                         progress?(TransferProgress(completedBytes: body.written, expectedBytes: body.expected))
@@ -278,7 +307,7 @@ extension UserSession {
                         progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
                     }
                 }
-                return try createTransfer(events: events) { urlSession, _ in make(urlSession) }.task
+                return try createTransfer(events: events) { urlSession, _, _ in make(urlSession) }.task
             }
         )
     }

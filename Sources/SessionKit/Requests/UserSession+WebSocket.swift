@@ -43,12 +43,15 @@ extension UserSession {
         if proofKey != nil, request.url.flatMap(DPoPProof.targetURI(of:)) == nil {
             throw SessionError(.invalidInput, "a DPoP proof needs an absolute URL with a host")
         }
-        let created = try startTransfer(handle: handle, events: TransferEvents { _ in }) { urlSession, token in
+        let created = try startTransfer(handle: handle, events: TransferEvents { _ in }, nonceFor: request.url) {
+            urlSession, credential, nonce in
             // The token is read where the task is made, under the lock that `end()` takes to forget it.
             var outgoing = request
             outgoing.setValue(nil, forHTTPHeaderField: "Authorization")
             // Cannot fail: the URL was checked above, and signing with a valid key does not.
-            if let token { try? applyCredential(to: &outgoing, token: token, proofKey: proofKey) }
+            if let credential {
+                try? applyCredential(to: &outgoing, token: credential.token, proofKey: proofKey, nonce: nonce)
+            }
             return urlSession.webSocketTask(with: outgoing)
         }
         guard let task = created.task as? URLSessionWebSocketTask else {

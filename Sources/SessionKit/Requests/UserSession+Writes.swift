@@ -31,11 +31,11 @@ extension UserSession {
     ///   replayed automatically under another session, whatever its policy.
     public func write(_ request: URLRequest, policy: WritePolicy) async throws -> (Data, HTTPURLResponse) {
         let done = Broadcast<Void>()
-        guard let id = lifetime.withLock({ $0.beginWrite(PendingWrite(policy: policy, done: done)) }) else {
+        guard let id = lifetime(.beginWrite(PendingWrite(policy: policy, done: done))).id else {
             throw SessionError.ended
         }
         defer {
-            lifetime.withLock { $0.endWrite(id) }
+            lifetime(.endWrite(id))
             done.resolve(.success(()))
         }
         let summary = "\(request.httpMethod ?? "GET") \(request.url?.path ?? "")"
@@ -66,7 +66,8 @@ extension UserSession {
 
     /// The writes in flight now, with their policies and completion signals (for sign-out).
     var pendingWrites: [PendingWrite] {
-        lifetime.withLock { $0.pendingWrites }
+        guard case .writes(let writes) = lifetime(.pendingWrites) else { return [] }
+        return writes
     }
 
     /// Sends a handed-off write, following its redirects by the session's rules (``RedirectDecision``): the token
@@ -109,32 +110,37 @@ extension UserSession {
         _ request: URLRequest, carriesCredentials: Bool
     ) async throws -> (Data, HTTPURLResponse) {
         // Not cancelled by the caller nor by `end()`: a handed-off write runs to its end on a session of its own.
-        let proofKey = lifetime.withLock { $0.credential?.proofKey }
         let (data, response): (Data, URLResponse) = try await TaskBridge.run(
             cancellingThrough: nil, notStarted: SessionError.ended
         ) { answer in
-            try lifetime.withLock { lifetime -> URLSessionTask in
-                let handoff = lifetime.handoff {
-                    let configuration = URLSessionConfiguration.ephemeral
-                    configuration.urlCache = nil
-                    configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
-                    // It follows no redirect itself: `sendHandedOff` judges every hop.
-                    return URLSession(
-                        configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
-                }
-                guard let (session, token) = handoff else { throw SessionError.ended }
-                var outgoing = request
-                if carriesCredentials { try applyCredential(to: &outgoing, token: token, proofKey: proofKey) }
-                // Created here, under the lock `end()` takes before it invalidates the hand-off session (which
-                // then waits for this task); started by the bridge after the lock is released.
-                return session.dataTask(with: outgoing) { data, response, error in
-                    if let error {
-                        answer.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
-                    } else if let response {
-                        answer.resume(returning: (data ?? Data(), response))
-                    } else {
-                        answer.resume(throwing: SessionError(.malformedResponse, "no response"))
+            while true {
+                let made = try lifetime(.handoff(nonceFor: request.url)) { action -> URLSessionTask? in
+                    guard case .handoff(let supply) = action else { throw SessionError.ended }
+                    switch supply {
+                    case .ended: throw SessionError.ended
+                    case .make: return nil
+                    case .use(let session, let credential, let nonce):
+                        var outgoing = request
+                        if carriesCredentials, let credential {
+                            try applyCredential(
+                                to: &outgoing, token: credential.token, proofKey: credential.proofKey, nonce: nonce)
+                        }
+                        // Created here, under the lock `end()` takes before it invalidates the hand-off session
+                        // (which then waits for this task); started by the bridge after the lock is released.
+                        return handOffTask(on: session, outgoing, answer)
                     }
+                }
+                if let made { return made }
+                // Made with no lock held, and offered: a racer's spare, or one made after the end, is invalidated.
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.urlCache = nil
+                configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
+                // It follows no redirect itself: `sendHandedOff` judges every hop.
+                let session = URLSession(
+                    configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
+                if case .offeredHandoff(.spare(let kept)) = lifetime(.offerHandoff(session)) {
+                    session.finishTasksAndInvalidate()
+                    if kept == nil { throw SessionError.ended }
                 }
             }
         }
@@ -142,5 +148,20 @@ extension UserSession {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
         }
         return (data, http)
+    }
+
+    /// A hand-off write's task on `session`, its answer going to `answer`.
+    private func handOffTask(
+        on session: URLSession, _ outgoing: URLRequest, _ answer: TaskAnswer<(Data, URLResponse)>
+    ) -> URLSessionTask {
+        session.dataTask(with: outgoing) { data, response, error in
+            if let error {
+                answer.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
+            } else if let response {
+                answer.resume(returning: (data ?? Data(), response))
+            } else {
+                answer.resume(throwing: SessionError(.malformedResponse, "no response"))
+            }
+        }
     }
 }

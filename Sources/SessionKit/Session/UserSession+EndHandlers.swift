@@ -15,7 +15,7 @@ extension UserSession {
     ///   then run, before this returns).
     @discardableResult
     func addEndHandler(_ handler: @escaping @Sendable () -> Void) -> Int? {
-        let key = lifetime.withLock { $0.addEndHandler(handler) }
+        let key = lifetime(.addEndHandler(handler)).id
         // Run outside the lock, like every handler `end()` runs: it may read the session.
         if key == nil { handler() }
         return key
@@ -26,9 +26,12 @@ extension UserSession {
     ///
     /// - Parameter key: What ``addEndHandler(_:)`` returned.
     func removeEndHandler(_ key: Int) {
-        lifetime.withLock { $0.removeEndHandler(key) }
+        lifetime(.removeEndHandler(key))
     }
 
     /// How many end handlers are registered, for tests.
-    var endHandlerCount: Int { lifetime.withLock { $0.endHandlerCount } }
+    var endHandlerCount: Int {
+        guard case .count(let count) = lifetime(.endHandlerCount) else { return 0 }
+        return count
+    }
 }

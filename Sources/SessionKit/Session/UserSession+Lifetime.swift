@@ -6,13 +6,40 @@ import SessionKitOAuth
 #endif
 
 extension UserSession {
-    /// What a session holds while it lives, and the only place that decides whether it is still active.
+    /// What a session holds while it lives, and the only place that decides whether it is still active: a value
+    /// that decides, kept by ``UserSession`` in one lock and fed one event per critical section
+    /// (``UserSession/lifetime(_:)``, `UserSession+LifetimeEvents.swift`).
     ///
-    /// It lives in ``UserSession/lifetime``'s lock, and every change is one of its operations, each one step under
-    /// that one lock: registering work checks the flag and takes an id from the one allocator in the same step, and
-    /// ``end()`` lowers the flag and takes everything registered in the same step, so whatever was registered is
-    /// among what `end()` cancels, and nothing is registered after. The operations only change the state and hand
-    /// back what the caller must do; nothing here cancels a task, runs a handler or writes a file.
+    /// Pure: no lock, no task, no clock read, no I/O. Registering work checks the phase and takes an id from the one
+    /// allocator in the same step, and ``end()`` moves to `ended` and takes everything registered in the same step,
+    /// so whatever was registered is among what `end()` cancels, and nothing is registered after. Nothing is built
+    /// here: a URLSession the session needs on first use (the hand-off writes', the transfers') is asked for as an
+    /// action (`.make`), built by the shell with no lock held, and offered back; the first offer is kept, a later
+    /// one (a racer lost) or one after the end is handed back to be invalidated.
+    ///
+    /// | Phase  | Event                                   | Action                                  | New phase |
+    /// |--------|-----------------------------------------|-----------------------------------------|-----------|
+    /// | active | `register`, `beginWrite`, `addEndHandler` | `.id(n)` (one allocator)              | active    |
+    /// | ended  | `register`, `beginWrite`, `addEndHandler` | `.id(nil)` (refused; a handler runs now) | ended    |
+    /// | any    | `forget(n)`, `endWrite(n)`, `removeEndHandler(n)` | `.none`                       | unchanged |
+    /// | any    | `complete(n)`                           | `.flag(phase is active)`                | unchanged |
+    /// | active | `credential(at:)`                       | `.credential(held, expiring, nonce)`    | active    |
+    /// | ended  | `credential(at:)`                       | `.credential(nil)`                      | ended     |
+    /// | active | `commitRefreshed(t)`, `adopt(t)`        | `.commit(merged, storable)`             | active    |
+    /// | ended  | `commitRefreshed(t)`, `adopt(t)`        | `.commit(nil)` (dropped)                | ended     |
+    /// | active | `seal`                                  | `.flag(first seal)`; writes sealed      | active    |
+    /// | active | `transfers`/`handoff`, none made        | `.supply(.make)`                        | active    |
+    /// | active | `transfers`/`handoff`, one made         | `.supply(.use(it, token, nonce))`       | active    |
+    /// | ended  | `transfers`/`handoff`                   | `.supply(.ended)`                       | ended     |
+    /// | active | `offer(s)`, none made                   | `.offer(.kept)`, transfers: end handler | active    |
+    /// | active | `offer(s)`, one made                    | `.offer(.spare(existing))`: invalidate s | active   |
+    /// | ended  | `offer(s)`                              | `.offer(.spare(nil))`: invalidate s     | ended     |
+    /// | active | `end`                                   | `.ended(everything registered, tokens)` | ended     |
+    /// | ended  | `end`                                   | `.ended(nil)`                           | ended     |
+    ///
+    /// What is not tied to the phase (the DPoP nonces, the record of a refused rotation, the deletion of a rejected
+    /// grant, the selection date) is plain state that the same lock keeps, so that a session has one lock for all it
+    /// holds. Lowering the phase also stops transfer starts (they check `isActive` last): one flag, not two.
     struct Lifetime {
         /// What ``end()`` took from the session: what the caller cancels, runs and revokes once the lock is released.
         struct Ended {
@@ -24,43 +51,63 @@ extension UserSession {
             let handoff: URLSession?
             /// The tokens the session held at the instant it ended: what a sign-out revokes.
             let tokens: TokenSet?
+            /// The refresh token a refused rotation left in the store, if one did: the record is the session's too.
+            let refreshTokenLeftInStore: String?
         }
 
+        /// The lifetime's two phases: `active` until ``end()``, `ended` for good.
+        enum Phase { case active, ended }
+
+        /// The phase; it only ever moves from `active` to `ended`.
+        var phase = Phase.active
         /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
-        private(set) var isActive = true
+        var isActive: Bool { phase == .active }
         /// The tokens the session held; set with ``hold(_:refreshedBy:)``, which derives the next two from them.
-        private(set) var tokens: TokenSet?
+        var tokens: TokenSet?
         /// When `tokens`' access token starts to count as expiring: its expiry less the refresher's margin
         /// (``TokenRefresher/expiringFrom(_:)``), worked out once when the tokens are set so that the check before
         /// every request is one comparison; `nil` for a token without an expiry, or a session without a refresher.
-        private var expiringFrom: ContinuousClock.Instant?
+        var expiringFrom: ContinuousClock.Instant?
         /// The access token and the `Authorization` value that carries it, built once when the tokens are set,
         /// not on every attempt.
-        private(set) var credential: Credential?
+        var credential: Credential?
         /// The one id allocator: requests, writes and end handlers all take their key from it, so no two ever share
         /// one, whatever their kind.
-        private var nextID = 0
+        var nextID = 0
         /// The `data(for:)` calls that have not returned: what `end()` answers and cancels.
-        private var requests: [Int: InFlightRequest] = [:]
+        var requests: [Int: InFlightRequest] = [:]
         /// What runs at the end, by registration number (``addEndHandler(_:)``), so a handler can be removed.
-        private var endHandlers: [Int: @Sendable () -> Void] = [:]
+        var endHandlers: [Int: @Sendable () -> Void] = [:]
         /// Who hears about refreshes, rejections and storage failures (the session manager).
-        private var eventHandler: (@Sendable (SessionEvent) -> Void)?
+        var eventHandler: (@Sendable (SessionEvent) -> Void)?
         /// The writes in flight, with their policies, for sign-out to wait for, hand off or discard.
-        private var writes: [Int: PendingWrite] = [:]
+        var writes: [Int: PendingWrite] = [:]
         /// The URLSession of handed-off writes, created on the first one; `end()` lets it finish.
-        private(set) var handoffSession: URLSession?
+        var handoffSession: URLSession?
         /// The URLSession of uploads, downloads, byte streams and WebSockets, created on the first one
         /// (`UserSession+Transfers.swift`); the end handler it registers cancels its tasks and invalidates it.
-        private(set) var transfers: TransferSession?
+        var transfers: TransferSession?
         /// Where ``download(for:progress:)`` writes: set by the manager to the account's directory; `nil` for a
         /// private temporary directory created on the first download and removed when the session ends.
-        private var downloadsDirectory: URL?
+        var downloadsDirectory: URL?
         /// Set when a sign-out has queued the deletion of the account's record: from then on refreshed tokens
         /// are kept in memory (for the session's last requests and for revocation) and never stored.
-        private var credentialWritesSealed = false
+        var credentialWritesSealed = false
         /// When the session last became the app's current one; stored with its record.
-        private(set) var selectedAt: Date?
+        var selectedAt: Date?
+        /// The last `DPoP-Nonce` each origin gave this session (RFC 9449 §9), for its next proof there.
+        var dpopNonces: [Origin: String] = [:]
+        /// Whether the store refused the write of rotated tokens this session holds (a locked device): until a write
+        /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process
+        /// must store the session's tokens before it trusts the record.
+        var unstoredRotation = false
+        /// While a refused write of rotated tokens has not been made good: the refresh token the stored record still
+        /// holds, one this session retired. The record is this session's all the same, and goes with it when its
+        /// grant is rejected.
+        var refreshTokenLeftInStore: String?
+        /// Whether this process's refresher is deleting the record of a grant the server rejected: the record is then
+        /// gone because of this session's own rejection, not because another process signed the account out.
+        var deletingRejectedGrant = false
 
         // MARK: Tokens
 
@@ -76,70 +123,6 @@ extension UserSession {
         @inline(__always)
         func isExpiring(at now: ContinuousClock.Instant) -> Bool {
             expiringFrom.map { now >= $0 } ?? false
-        }
-
-        /// Holds a refresh result if the session is active, keeping the refresh token it replaces when the result
-        /// has none (RFC 6749 §6).
-        ///
-        /// - Returns: The tokens now held and whether they may be stored (no sign-out has sealed the record), or
-        ///   `nil` when the session has ended (the result is dropped).
-        mutating func commitRefreshed(
-            _ refreshed: TokenSet, refreshedBy refresher: TokenRefresher?
-        ) -> (tokens: TokenSet, storable: Bool)? {
-            guard isActive else { return nil }
-            var merged = refreshed
-            if merged.refreshToken == nil { merged.refreshToken = tokens?.refreshToken }
-            // A refresh answer may carry no ID token (OpenID Connect Core §12.2): the sign-in's stays the hint that
-            // the provider's sign-out names the user by.
-            if merged.idToken == nil { merged.idToken = tokens?.idToken }
-            hold(merged, refreshedBy: refresher)
-            return (merged, !credentialWritesSealed)
-        }
-
-        /// Holds tokens another process stored, if the session is active, keeping the ID token it holds when the
-        /// record has none.
-        ///
-        /// - Returns: Whether the session was active (else the tokens are dropped).
-        mutating func adopt(_ stored: TokenSet, refreshedBy refresher: TokenRefresher?) -> Bool {
-            guard isActive else { return false }
-            var adopted = stored
-            // A record holds an ID token only with `storesIDToken`: the one this session signed in with stays the
-            // hint the provider's sign-out names the user by.
-            if adopted.idToken == nil { adopted.idToken = tokens?.idToken }
-            hold(adopted, refreshedBy: refresher)
-            return true
-        }
-
-        // MARK: Credential writes
-
-        /// The tokens to store, or `nil` when none may be: the session ended, or a sign-out sealed its record.
-        var storableTokens: TokenSet? {
-            isActive && !credentialWritesSealed ? tokens : nil
-        }
-
-        /// Stops credential writes, if the session is active: from now on ``storableTokens`` is `nil` and refresh
-        /// results are held, never stored.
-        ///
-        /// - Returns: `nil` when the session had ended; otherwise whether this call sealed them (`false`: a call
-        ///   before did).
-        mutating func sealCredentials() -> Bool? {
-            guard isActive else { return nil }
-            defer { credentialWritesSealed = true }
-            return !credentialWritesSealed
-        }
-
-        /// Records that the session became the app's current one at `date`, if its record may still be written.
-        ///
-        /// - Returns: The tokens to store with the selection, or `nil` when nothing is written (nor recorded).
-        mutating func select(at date: Date) -> TokenSet? {
-            guard let tokens = storableTokens else { return nil }
-            selectedAt = date
-            return tokens
-        }
-
-        /// Takes the moment the session was last current from its stored record (at restore).
-        mutating func restoreSelection(_ date: Date?) {
-            selectedAt = date
         }
 
         // MARK: Requests
@@ -173,130 +156,232 @@ extension UserSession {
         /// The number of `data(for:)` calls in flight.
         var requestCount: Int { requests.count }
 
-        // MARK: Writes
+        // MARK: DPoP nonces
 
-        /// Registers a write in flight with its policy, if the session is active.
-        ///
-        /// - Returns: Its id, for ``endWrite(_:)``; `nil` once the session has ended.
-        mutating func beginWrite(_ write: PendingWrite) -> Int? {
-            guard isActive else { return nil }
-            let id = allocateID()
-            writes[id] = write
-            return id
+        /// The nonce to put in a proof for `url`, when the token is bound and the URL's origin gave one. Most servers
+        /// never send a nonce: then the URL's origin is not worked out.
+        func nonce(for url: URL?, of credential: Credential) -> String? {
+            guard credential.proofKey != nil, !dpopNonces.isEmpty, let origin = url.flatMap(Origin.init) else {
+                return nil
+            }
+            return dpopNonces[origin]
         }
 
-        /// Forgets a write that returned.
-        mutating func endWrite(_ id: Int) {
-            writes.removeValue(forKey: id)
-        }
-
-        /// The writes in flight now.
-        var pendingWrites: [PendingWrite] { Array(writes.values) }
-
-        /// The hand-off writes' URLSession, made by `make` on first use, or `nil` once the session has ended (or
-        /// holds no token to send).
-        mutating func handoff(orMake make: () -> URLSession) -> (session: URLSession, accessToken: String)? {
-            guard isActive, let token = tokens?.accessToken else { return nil }
-            if let handoffSession { return (handoffSession, token) }
-            let session = make()
-            handoffSession = session
-            return (session, token)
-        }
-
-        // MARK: Transfers
-
-        /// The transfer URLSession, made by `make` on first use with the end handler that ends its tasks, or `nil`
-        /// once the session has ended: whoever sees the session active sees the handler registered.
-        mutating func transferSession(orMake make: () -> TransferSession) -> TransferSession? {
-            guard isActive else { return nil }
-            if let transfers { return transfers }
-            let made = make()
-            transfers = made
-            endHandlers[allocateID()] = { made.endAll() }
-            return made
-        }
-
-        /// Where downloads go: the directory set with ``useDownloadsDirectory(_:)``, else `temporary()`, made on
-        /// first use and removed at the end (a session without a manager has no account directory to be purged
-        /// with).
-        mutating func downloads(orTemporary temporary: () -> URL) -> URL {
-            if let downloadsDirectory { return downloadsDirectory }
-            let directory = temporary()
-            downloadsDirectory = directory
-            if isActive { endHandlers[allocateID()] = { try? FileManager.default.removeItem(at: directory) } }
-            return directory
-        }
-
-        /// Sets where downloads go (the account's directory, for a session a manager made).
-        mutating func useDownloadsDirectory(_ directory: URL?) {
-            downloadsDirectory = directory
-        }
-
-        // MARK: The end
-
-        /// Registers what runs at the end, if the session is active.
-        ///
-        /// - Returns: Its key, for ``removeEndHandler(_:)``; `nil` once the session has ended (the caller runs it).
-        mutating func addEndHandler(_ handler: @escaping @Sendable () -> Void) -> Int? {
-            guard isActive else { return nil }
-            let key = allocateID()
-            endHandlers[key] = handler
-            return key
-        }
-
-        /// Forgets an end handler. Does nothing if it ran or was removed already.
-        mutating func removeEndHandler(_ key: Int) {
-            endHandlers.removeValue(forKey: key)
-        }
-
-        /// How many end handlers are registered.
-        var endHandlerCount: Int { endHandlers.count }
-
-        /// Sets who hears about the session's events.
-        mutating func setEventHandler(_ handler: (@Sendable (SessionEvent) -> Void)?) {
-            eventHandler = handler
-        }
-
-        /// Who hears about the session's events, or `nil` once it has ended: an ended session reports nothing.
-        var activeEventHandler: (@Sendable (SessionEvent) -> Void)? { isActive ? eventHandler : nil }
-
-        /// Ends the session: lowers ``isActive`` for good, forgets the tokens, and takes everything registered.
-        ///
-        /// - Returns: What the caller answers, cancels, runs and revokes once the lock is released, or `nil` if the
-        ///   session had already ended.
-        mutating func end() -> Ended? {
-            guard isActive else { return nil }
-            isActive = false
-            let ended = Ended(requests: requests, handlers: endHandlers, handoff: handoffSession, tokens: tokens)
-            hold(nil, refreshedBy: nil)
-            // Moved out whole, not copied: ending costs the same whatever is in flight.
-            requests = [:]
-            endHandlers = [:]
-            return ended
+        /// Keeps `nonce` for `url`'s origin.
+        mutating func noteNonce(_ nonce: String, for url: URL?) {
+            guard let origin = url.flatMap(Origin.init) else { return }
+            dpopNonces[origin] = nonce
         }
 
         @inline(__always)
-        private mutating func allocateID() -> Int {
+        mutating func allocateID() -> Int {
             defer { nextID &+= 1 }
             return nextID
         }
     }
+}
 
-    /// An access token and the `Authorization` header value that sends it: worked out once when the session holds
-    /// its tokens (``Lifetime/hold(_:refreshedBy:)``), read by every request.
-    struct Credential {
-        let token: String
-        let authorization: String
-        /// The DPoP key every request with the token carries a proof of, if the token is bound.
-        let proofKey: DPoPKey?
-        /// The proofs' `ath` for this token (RFC 9449 §4.2), when it is bound: the same for every proof.
-        let proofTokenHash: String?
+extension UserSession {
+    /// Feeds the lifetime one event, in one critical section, and returns its answer for the caller to act on
+    /// once the lock is released.
+    @inline(__always)
+    @discardableResult
+    func lifetime(_ event: Lifetime.Event) -> Lifetime.Action {
+        lifetime(event) { $0 }
+    }
 
-        init(tokens: TokenSet) {
-            token = tokens.accessToken
-            proofKey = tokens.proofKey
-            proofTokenHash = tokens.proofKey == nil ? nil : DPoPProof.tokenHash(tokens.accessToken)
-            authorization = (tokens.proofKey == nil ? "Bearer " : "DPoP ") + tokens.accessToken
+    /// Feeds the lifetime one event and acts on its answer before the lock is released: the one entry point of
+    /// the session's lock.
+    ///
+    /// Only three kinds of effect may be performed inside, each because it must be in the same step as the decision
+    /// that admitted it, and none waits for anything that takes this lock: enqueueing (a credential write or a
+    /// deletion, so that the vault's order is the lifetime's: the last operation on an ended account's record is its
+    /// deletion), creating a task on a URLSession the session keeps (so that `end()`, which takes this lock before
+    /// it invalidates that URLSession, finds every task created on it), and creating a download's file (so that once
+    /// `end()` has returned, and a sign-out purges the account's directory after it, no file of the account
+    /// appears). Nothing is built here: a URLSession is made outside and offered back
+    /// (``Lifetime/offerTransfers(_:)``).
+    @inline(__always)
+    func lifetime<Result>(
+        _ event: Lifetime.Event, inside perform: (Lifetime.Action) throws -> Result
+    ) rethrows -> Result {
+        try lifetimeLock.withLock { lifetime in try perform(lifetime.handle(event)) }
+    }
+}
+
+extension UserSession.Lifetime {
+    /// What a URLSession the session makes on first use is, when asked for (``handoffSupply(nonceFor:)``,
+    /// ``transferSupply(nonceFor:)``).
+    enum Supply<Made> {
+        /// Use this one, with the credential and the nonce to send (`nil` without a token).
+        case use(Made, UserSession.Credential?, nonce: String?)
+        /// None is made yet: make one outside the lock and offer it.
+        case make
+        /// The session has ended: make none.
+        case ended
+    }
+
+    /// What became of a URLSession offered to the lifetime.
+    enum Offer<Made> {
+        /// It is the session's now.
+        case kept
+        /// Another was kept first (or the session ended, `nil`): invalidate the one offered, and use this one.
+        case spare(Made?)
+    }
+
+    /// What happens to the lifetime: each case is one critical section of ``UserSession/lifetime(_:)``.
+    enum Event {
+        case isActive, tokens, requestCount, endHandlerCount, pendingWrites, selectedAt, eventHandler
+        case storableTokens, rotation, sessions, seal, end
+        case setEventHandler((@Sendable (SessionEvent) -> Void)?)
+        /// The credential to send if the session is active, whether it is expiring at the instant (if given) and
+        /// the nonce for the URL.
+        case credential(at: ContinuousClock.Instant?, nonceFor: URL?)
+        /// The tokens held if the session is active, and whether they are expiring at the instant.
+        case held(at: ContinuousClock.Instant)
+        case register(InFlightRequest)
+        case forget(Int)
+        case complete(Int?)
+        case beginWrite(UserSession.PendingWrite)
+        case endWrite(Int)
+        case addEndHandler(@Sendable () -> Void)
+        case removeEndHandler(Int)
+        case handoff(nonceFor: URL?)
+        case offerHandoff(URLSession)
+        case transfers(nonceFor: URL?)
+        case offerTransfers(TransferSession)
+        case downloads(temporary: URL)
+        case useDownloadsDirectory(URL?)
+        case commitRefreshed(TokenSet, refreshedBy: TokenRefresher?)
+        case adopt(TokenSet, refreshedBy: TokenRefresher?)
+        case select(Date)
+        case restoreSelection(Date?)
+        case noteNonce(String, for: URL?)
+        case rotationRefused(leaving: String)
+        case stored(refreshToken: String?)
+        case beginDeletingRejectedGrant
+    }
+
+    /// The lifetime's answer to an event.
+    enum Action {
+        case none
+        case flag(Bool)
+        case id(Int?)
+        case count(Int)
+        case tokens(TokenSet?)
+        case credential(UserSession.Credential?, expiring: Bool, nonce: String?)
+        case writes([UserSession.PendingWrite])
+        case date(Date?)
+        case eventHandler((@Sendable (SessionEvent) -> Void)?)
+        case handoff(Supply<URLSession>)
+        case transfers(Supply<TransferSession>)
+        case offeredHandoff(Offer<URLSession>)
+        case offeredTransfers(Offer<TransferSession>)
+        /// The URLSessions made on first use, and whether the session is active (if not, `end()` took them).
+        case sessions(active: Bool, handoff: URLSession?, transfers: TransferSession?)
+        case directory(URL)
+        /// Tokens now held, whether they may be stored, and the selection to store with them; `nil` tokens when
+        /// the session had ended.
+        case commit(TokenSet?, storable: Bool, selectedAt: Date?)
+        /// The tokens to store (`nil` when none may be) and the selection to store with them.
+        case storable(TokenSet?, selectedAt: Date?)
+        case rotation(unstored: Bool, leftInStore: String?, deletingRejectedGrant: Bool)
+        case ended(Ended?)
+        /// Whether this seal was the first, or `nil` when the session had ended.
+        case sealed(Bool?)
+        /// The tokens held if the session is active, and whether they are expiring.
+        case held(TokenSet?, expiring: Bool)
+
+        var flag: Bool {
+            if case .flag(let flag) = self { return flag }
+            return false
+        }
+        var id: Int? {
+            if case .id(let id) = self { return id }
+            return nil
+        }
+        var tokens: TokenSet? {
+            if case .tokens(let tokens) = self { return tokens }
+            return nil
+        }
+        var date: Date? {
+            if case .date(let date) = self { return date }
+            return nil
+        }
+    }
+
+    /// Performs `event`'s transition and returns what the caller must do.
+    @inline(__always)
+    mutating func handle(_ event: Event) -> Action {
+        switch event {
+        case .credential(let now, let url):
+            guard isActive, let credential else { return .credential(nil, expiring: false, nonce: nil) }
+            return .credential(
+                credential, expiring: now.map(isExpiring(at:)) ?? false, nonce: nonce(for: url, of: credential))
+        case .register(let request): return .id(register(request))
+        case .complete(let id): return .flag(complete(id))
+        case .forget(let id):
+            forget(id)
+            return .none
+        case .isActive: return .flag(isActive)
+        case .tokens: return .tokens(tokens)
+        case .held(let now):
+            guard isActive, let tokens else { return .held(nil, expiring: false) }
+            return .held(tokens, expiring: isExpiring(at: now))
+        case .requestCount: return .count(requestCount)
+        case .endHandlerCount: return .count(endHandlerCount)
+        case .pendingWrites: return .writes(pendingWrites)
+        case .selectedAt: return .date(selectedAt)
+        case .eventHandler: return .eventHandler(activeEventHandler)
+        case .setEventHandler(let handler):
+            setEventHandler(handler)
+            return .none
+        case .storableTokens: return .storable(storableTokens, selectedAt: selectedAt)
+        case .rotation:
+            return .rotation(
+                unstored: unstoredRotation, leftInStore: refreshTokenLeftInStore,
+                deletingRejectedGrant: deletingRejectedGrant)
+        case .sessions: return .sessions(active: isActive, handoff: handoffSession, transfers: transfers)
+        case .seal: return .sealed(sealCredentials())
+        case .end: return .ended(end())
+        case .beginWrite(let write): return .id(beginWrite(write))
+        case .endWrite(let id):
+            endWrite(id)
+            return .none
+        case .addEndHandler(let handler): return .id(addEndHandler(handler))
+        case .removeEndHandler(let key):
+            removeEndHandler(key)
+            return .none
+        case .handoff(let url): return .handoff(handoffSupply(nonceFor: url))
+        case .offerHandoff(let made): return .offeredHandoff(offerHandoff(made))
+        case .transfers(let url): return .transfers(transferSupply(nonceFor: url))
+        case .offerTransfers(let made): return .offeredTransfers(offerTransfers(made))
+        case .downloads(let temporary): return .directory(downloads { temporary })
+        case .useDownloadsDirectory(let directory):
+            useDownloadsDirectory(directory)
+            return .none
+        case .commitRefreshed(let tokens, let refresher):
+            let committed = commitRefreshed(tokens, refreshedBy: refresher)
+            return .commit(committed?.tokens, storable: committed?.storable ?? false, selectedAt: selectedAt)
+        case .adopt(let tokens, let refresher):
+            return .commit(
+                adopt(tokens, refreshedBy: refresher) ? tokens : nil, storable: false, selectedAt: selectedAt)
+        case .select(let date): return .tokens(select(at: date))
+        case .restoreSelection(let date):
+            restoreSelection(date)
+            return .none
+        case .noteNonce(let nonce, let url):
+            noteNonce(nonce, for: url)
+            return .none
+        case .rotationRefused(let presented):
+            rotationRefused(leaving: presented)
+            return .none
+        case .stored(let refreshToken):
+            stored(refreshToken: refreshToken)
+            return .none
+        case .beginDeletingRejectedGrant:
+            beginDeletingRejectedGrant()
+            return .none
         }
     }
 }

@@ -22,8 +22,8 @@ extension UserSession {
     /// - Returns: Whether the session was active.
     @discardableResult
     func sealCredentials(thenEnqueue enqueue: () -> Void) -> Bool {
-        lifetime.withLock { lifetime in
-            guard let first = lifetime.sealCredentials() else { return false }
+        lifetime(.seal) { action in
+            guard case .sealed(let first?) = action else { return false }
             if first { enqueue() }
             return true
         }
@@ -41,7 +41,7 @@ extension UserSession {
     @discardableResult
     func markSwitchedTo(at date: Date) -> Task<(any Error)?, Never>? {
         guard let vault, let lock = vault.store.refreshLock else { return markSelected(at: date) }
-        guard lifetime.withLock({ $0.select(at: date) != nil }) else { return nil }
+        guard lifetime(.select(date)).tokens != nil else { return nil }
         let account = account
         return Task {
             // Without the lock (another process held it past the bound) the selection is not stored: it is not worth
@@ -49,8 +49,8 @@ extension UserSession {
             guard let held = try? await lock.acquire() else { return nil }
             defer { held.release() }
             guard let stored = try? await vault.store.load(for: account) else { return nil }
-            let write = lifetime.withLock { lifetime -> Task<(any Error)?, Never>? in
-                guard let tokens = lifetime.storableTokens else { return nil }
+            let write = lifetime(.storableTokens) { action -> Task<(any Error)?, Never>? in
+                guard case .storable(let tokens?, _) = action else { return nil }
                 var record = record(for: tokens, selectedAt: date)
                 if stored.refreshToken != tokens.refreshToken {
                     record = stored
@@ -64,12 +64,12 @@ extension UserSession {
 
     /// When the session last became the app's current one, as stored with its record; `nil` if never.
     var selectedAt: Date? {
-        lifetime.withLock { $0.selectedAt }
+        lifetime(.selectedAt).date
     }
 
     /// Takes the moment the session was last current from its stored record, at restore; writes nothing.
     func restoreSelection(_ date: Date?) {
-        lifetime.withLock { $0.restoreSelection(date) }
+        lifetime(.restoreSelection(date))
     }
 
     /// Records that the session became the app's current one, and stores that with its record.
@@ -78,8 +78,8 @@ extension UserSession {
     /// - Returns: The pending store write, or `nil` when nothing is written.
     @discardableResult
     func markSelected(at date: Date) -> Task<(any Error)?, Never>? {
-        let (write, written) = lifetime.withLock { lifetime -> (Task<(any Error)?, Never>?, String?) in
-            guard let tokens = lifetime.select(at: date) else { return (nil, nil) }
+        let (write, written) = lifetime(.select(date)) { action -> (Task<(any Error)?, Never>?, String?) in
+            guard let tokens = action.tokens else { return (nil, nil) }
             return (vault?.enqueueSave(record(for: tokens, selectedAt: date)), tokens.refreshToken)
         }
         guard let write else { return nil }
@@ -96,11 +96,7 @@ extension UserSession {
     /// Records that the store now holds `refreshToken` for this session: nothing is left behind if it is the
     /// session's current one; otherwise it is the retired token the record holds.
     func noteStored(refreshToken: String) {
-        if tokens?.refreshToken == refreshToken {
-            storedPendingRotation()
-        } else {
-            refreshTokenLeftInStore.withLock { $0 = refreshToken }
-        }
+        lifetime(.stored(refreshToken: refreshToken))
     }
 
     /// Replaces the session's tokens with a refresh result and admits its credential write, in one step that
@@ -110,14 +106,12 @@ extension UserSession {
     /// - Returns: `.ended` when the session ended (the result is dropped), else the new access token and the
     ///   pending store write.
     func commitRefreshed(_ tokens: TokenSet) -> RefreshCommit {
-        lifetime.withLock { lifetime -> RefreshCommit in
-            guard let (merged, storable) = lifetime.commitRefreshed(tokens, refreshedBy: refresher) else {
-                return .ended
-            }
+        lifetime(.commitRefreshed(tokens, refreshedBy: refresher)) { action -> RefreshCommit in
+            guard case .commit(let merged?, let storable, let selectedAt) = action else { return .ended }
             // A sign-out has queued the record's deletion: the tokens serve the session's last requests and its
             // revocation, and are stored nowhere.
             guard storable else { return .committed(accessToken: merged.accessToken, write: nil) }
-            let record = record(for: merged, selectedAt: lifetime.selectedAt)
+            let record = record(for: merged, selectedAt: selectedAt)
             return .committed(accessToken: merged.accessToken, write: vault?.enqueueSave(record))
         }
     }
@@ -128,14 +122,30 @@ extension UserSession {
     /// - Parameter tokens: The tokens read from the store.
     /// - Returns: `.ended` when the session ended (the tokens are dropped), else the access token.
     func adoptStored(_ tokens: TokenSet) -> RefreshCommit {
-        let adopted = lifetime.withLock { $0.adopt(tokens, refreshedBy: refresher) }
-        return adopted ? .committed(accessToken: tokens.accessToken, write: nil) : .ended
+        guard case .commit(_?, _, _) = lifetime(.adopt(tokens, refreshedBy: refresher)) else { return .ended }
+        return .committed(accessToken: tokens.accessToken, write: nil)
+    }
+
+    /// Whether the store refused the write of rotated tokens this session holds (a locked device): until a write
+    /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process must
+    /// store the session's tokens before it trusts the record.
+    var hasUnstoredRotation: Bool {
+        guard case .rotation(let unstored, _, _) = lifetime(.rotation) else { return false }
+        return unstored
+    }
+
+    /// Whether this process's refresher is deleting the record of a grant the server rejected (set under the
+    /// account's cross-process lock, just before the deletion): the record is then gone because of this session's
+    /// own rejection, reported a moment later, not because another process signed the account out. Read as a
+    /// sign-out elsewhere, it would hide the rejection: the user would be signed out instead of asked to sign in again.
+    var isDeletingRejectedGrant: Bool {
+        guard case .rotation(_, _, let deleting) = lifetime(.rotation) else { return false }
+        return deleting
     }
 
     /// Records that the session's tokens reached the store, after a write of rotated ones had been refused.
     func storedPendingRotation() {
-        unstoredRotation.withLock { $0 = false }
-        refreshTokenLeftInStore.withLock { $0 = nil }
+        lifetime(.stored(refreshToken: nil))
     }
 
     /// Writes the tokens the session holds now, after a store refused a rotation of them: on success the manager
@@ -154,9 +164,9 @@ extension UserSession {
     ///
     /// - Returns: The pending write, or `nil` when the session ended or has no vault.
     func persistTokens() -> Task<(any Error)?, Never>? {
-        lifetime.withLock { lifetime in
-            guard let tokens = lifetime.storableTokens else { return nil }
-            return vault?.enqueueSave(record(for: tokens, selectedAt: lifetime.selectedAt))
+        lifetime(.storableTokens) { action in
+            guard case .storable(let tokens?, let selectedAt) = action else { return nil }
+            return vault?.enqueueSave(record(for: tokens, selectedAt: selectedAt))
         }
     }
 

@@ -40,16 +40,13 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public let provider: Provider.ID?
     /// How sign-out revokes this session's tokens: its provider's revoker.
     let revoker: (any TokenRevoker)?
-    /// Whether the session is active, its tokens, and everything `end()` ends: changed only through the
-    /// ``Lifetime`` operations, each one step under this lock.
-    let lifetime: Lock<Lifetime>
-    /// Whether transfers (uploads, downloads, byte streams, WebSockets) may still start: lowered by `end()` right
-    /// after ``isActive``, read by every transfer's start under a lock of its own that is never held across `resume()`
-    /// (a data request's last check is its registration, under the lifetime lock). A start that reads it raised
-    /// resumes its task; `end()` cancels that task like every other it took, whether the resume lands before or after
-    /// the cancellation (a cancelled task never starts). So `end()` never waits for starts under way, and no start
-    /// holds a lock across `resume()`.
-    let admitsStarts = Lock(true)
+    /// Whether the session is active, its tokens, and everything `end()` ends, with the rest of what the session
+    /// holds (its DPoP nonces, a refused rotation): one value (``Lifetime``) under one lock, read and changed only
+    /// through ``lifetime(_:)``, one event per critical section. Lowering its phase is also what stops transfer
+    /// starts: a start that reads it active resumes its task, and `end()` cancels that task like every other it took,
+    /// whether the resume lands before or after the cancellation (a cancelled task never starts); no start holds the
+    /// lock across `resume()`, so `end()` never waits for starts under way.
+    let lifetimeLock: Lock<Lifetime>
     /// Whether the data URLSession may still create tasks: held for reading while `data(for:)` creates one, lowered
     /// (held for writing) just before the URLSession is invalidated (FoundationNetworking stops the process when a
     /// task is created on an invalidated session), on the queue that invalidates it, so that `end()` never waits for a
@@ -58,25 +55,6 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// requests create their tasks at once, each waiting only for that queue, as a bare URLSession's callers do; with
     /// a mutex each would wait for every creation before its own too (BENCHMARKS.md, `request.ratio.concurrent8`).
     let creation = SharedLock(true)
-    /// The last `DPoP-Nonce` each origin gave this session (RFC 9449 §9), for its next proof there; the session's
-    /// own, like its key.
-    let dpopNonces = Lock<[Origin: String]>([:])
-
-    /// Whether the store refused the write of rotated tokens this session holds (a locked device): until a write
-    /// succeeds, the stored record holds a refresh token the server has retired, and a refresh in this process must
-    /// store the session's tokens before it trusts the record.
-    let unstoredRotation = Lock(false)
-    /// While a refused write of rotated tokens has not been made good: the refresh token the stored record still
-    /// holds, one this session retired. The record is this session's all the same, and goes with it when its grant
-    /// is rejected.
-    let refreshTokenLeftInStore = Lock<String?>(nil)
-
-    /// Whether this process's refresher is deleting the record of a grant the server rejected (it sets this under
-    /// the account's cross-process lock, just before the deletion): the record is then gone because of this session's
-    /// own rejection, reported a moment later, not because another process signed the account out. Read as a sign-out
-    /// elsewhere, it would hide the rejection: the user would be signed out instead of asked to sign in again.
-    let deletingRejectedGrant = Lock(false)
-
     /// Creates an active session for `account` holding `tokens`.
     ///
     /// Apps usually let ``SessionManager`` create sessions (``SessionManager/signIn(_:tokens:through:makeCurrent:)``), so
@@ -131,7 +109,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         self.refresher = refresher
         var lifetime = Lifetime()
         lifetime.hold(tokens, refreshedBy: refresher)
-        self.lifetime = Lock(lifetime)
+        self.lifetimeLock = Lock(lifetime)
 
         // Ephemeral: its own cookie and credential storage, nothing on disk. Foundation's URLCache is off:
         // the session's ResponseCache is the only cache, and it is this session's alone.
@@ -155,16 +133,19 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     }
 
     /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
-    public var isActive: Bool { lifetime.withLock { $0.isActive } }
+    public var isActive: Bool { lifetime(.isActive).flag }
 
     /// The tokens the session holds now, or `nil` once it has ended.
     ///
     /// For inspection and tests. Requests get their token from the session when they are sent; copying this
     /// value into a request of your own would send it after a refresh replaced it, or after the session ended.
-    public var tokens: TokenSet? { lifetime.withLock { $0.tokens } }
+    public var tokens: TokenSet? { lifetime(.tokens).tokens }
 
     /// The number of requests in flight.
-    package var requestsInFlight: Int { lifetime.withLock { $0.requestCount } }
+    package var requestsInFlight: Int {
+        guard case .count(let count) = lifetime(.requestCount) else { return 0 }
+        return count
+    }
 
     /// The account and the session's identity.
     public var description: String { "UserSession(\(serial), \(account))" }
@@ -173,8 +154,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
         // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
         // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
-        let (active, handoff, transfers) = lifetime.withLock { ($0.isActive, $0.handoffSession, $0.transfers) }
-        guard active else { return }  // `end()` invalidated them all.
+        guard case .sessions(true, let handoff, let transfers) = lifetime(.sessions) else { return }  // `end()` did.
         urlSession.finishTasksAndInvalidate()
         handoff?.finishTasksAndInvalidate()
         transfers?.urlSession.finishTasksAndInvalidate()
@@ -205,22 +185,26 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// - Parameters:
     ///   - refreshError: What a refresh in flight fails with; `nil` for `sessionEnded`.
     ///   - whileEnding: Called once, under the lock that admits credential writes, with the refresh token the
-    ///     session holds, just before the session stops being active: a deletion it enqueues runs behind every
-    ///     write the session admitted, and is already queued when anyone can see the session has ended. It must
-    ///     only enqueue work. Not called if the session had already ended.
+    ///     session holds and the one a refused rotation left in the store (if any), just before the session stops
+    ///     being active: a deletion it enqueues runs behind every write the session admitted, and is already queued
+    ///     when anyone can see the session has ended. It must only enqueue work. Not called if the session had
+    ///     already ended.
     /// - Returns: How many requests were cancelled and the tokens the session held, or `nil` if the session had
     ///   already ended.
     @discardableResult
-    package func finish(refreshError: SessionError? = nil, whileEnding: ((String?) -> Void)? = nil) -> Ending? {
-        let ended = lifetime.withLock { lifetime -> Lifetime.Ended? in
-            if lifetime.isActive { whileEnding?(lifetime.tokens?.refreshToken) }
-            return lifetime.end()
+    package func finish(
+        refreshError: SessionError? = nil,
+        whileEnding: ((_ refreshToken: String?, _ leftInStore: String?) -> Void)? = nil
+    ) -> Ending? {
+        let ended = lifetime(.end) { action -> Lifetime.Ended? in
+            guard case .ended(let ended?) = action else { return nil }
+            whileEnding?(ended.tokens?.refreshToken, ended.refreshTokenLeftInStore)
+            return ended
         }
-        guard let ended else { return nil }
-        // Nothing can create a task any more (the flag is down), and from here no start that has not checked yet
+        // Nothing can create a task any more (the phase is `ended`), and from here no start that has not checked yet
         // resumes its task: it answers it as cancelled. A start that checked before is cancelled below with every
         // other request `end()` took, without waiting for it.
-        admitsStarts.withLock { $0 = false }
+        guard let ended else { return nil }
         // Cancelling URLSession tasks waits for the session's work queue once per task, behind the cancellations
         // before it, so with many requests in flight it takes seconds or more on Linux. It runs on another queue
         // (the session's `endings` on Linux, its delegate queue elsewhere), so ending a session takes the same short
@@ -260,12 +244,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///
     /// - Parameter handler: The handler, called on an arbitrary thread.
     func setEventHandler(_ handler: (@Sendable (SessionEvent) -> Void)?) {
-        lifetime.withLock { $0.setEventHandler(handler) }
+        lifetime(.setEventHandler(handler))
     }
 
     /// Tells the event handler about `event`, if the session is active; called outside the lifetime lock.
     func report(_ event: SessionEvent) {
-        let handler = lifetime.withLock { $0.activeEventHandler }
-        handler?(event)
+        guard case .eventHandler(let handler?) = lifetime(.eventHandler) else { return }
+        handler(event)
     }
 }

@@ -47,8 +47,14 @@ final class AccountDirectories: Sendable {
     /// The one outbox of `account` until its purge: every caller shares it, so no two instances lose each other's
     /// writes.
     func outbox(for account: Account) -> Outbox {
+        outbox(for: account, reloading: false)
+    }
+
+    /// `account`'s outbox: the one it has, or, when there is none or `reloading` (its file was just replaced), a new
+    /// one loaded from its file, in one step so that every caller gets the same instance.
+    private func outbox(for account: Account, reloading: Bool) -> Outbox {
         outboxes.withLock { outboxes in
-            if let outbox = outboxes[account] { return outbox }
+            if !reloading, let outbox = outboxes[account] { return outbox }
             let outbox = Outbox(
                 account: account,
                 file: location(of: account)?.appendingPathComponent("outbox.json")
@@ -60,16 +66,17 @@ final class AccountDirectories: Sendable {
 
     /// Moves the outbox set aside at `account`'s last sign-out back into its folder, unless it has one already.
     func restoreKeptOutbox(for account: Account) -> Outbox {
+        var moved = false
         if let kept = keptOutbox(of: account), let directory = directory(for: account) {
             let target = directory.appendingPathComponent("outbox.json")
             let fileManager = FileManager.default
             if fileManager.fileExists(atPath: kept.path), !fileManager.fileExists(atPath: target.path) {
-                // Read by the outbox the account already has, if any: it is replaced by one that loads the file.
+                // Not read by the outbox the account already has, if any: it is replaced by one that loads the file.
                 try? fileManager.moveItem(at: kept, to: target)
-                _ = outboxes.withLock { $0.removeValue(forKey: account) }
+                moved = true
             }
         }
-        return outbox(for: account)
+        return outbox(for: account, reloading: moved)
     }
 
     /// Closes `account`'s outbox, then removes its folder, setting its outbox aside first when asked to.
