@@ -52,8 +52,8 @@ final class TransferSession: Sendable {
         delegate.register(task, events)
     }
 
-    /// How many transfers have not finished.
-    var inFlight: Int { delegate.count }
+    /// How many transfers have not finished (for tests).
+    var inFlight: Int { delegate.tasks.count }
 
     /// Cancels every task and invalidates the session. The caller has already made sure no task can be created
     /// any more.
@@ -76,7 +76,6 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
     }
 
     var tasks: [URLSessionTask] { registered.withLock { $0.values.map(\.task) } }
-    var count: Int { registered.withLock { $0.count } }
 
     private func events(of task: URLSessionTask) -> TransferEvents? {
         registered.withLock { $0[task.taskIdentifier]?.events }
