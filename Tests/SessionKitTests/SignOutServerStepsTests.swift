@@ -98,8 +98,8 @@ final class PerKindRevoker: TokenRevoker {
         #expect(revoker.tokens(other).count == 1)
         // The hung one was sent before the bound passes, so the report says it went unanswered, not unsent.
         let hungToken = hung == .refreshToken ? "refresh-alice" : "token-alice"
-        await eventually { revoker.arrived.withLock { $0 }.contains(hungToken) }
-        await eventually { clock.sleepers > 0 }
+        try #require(await eventually(within: .seconds(30)) { revoker.arrived.withLock { $0 }.contains(hungToken) })
+        try #require(await eventually(within: .seconds(30)) { clock.sleepers > 0 })
         clock.advance(by: .seconds(5))
 
         // Then the report says which one went unanswered and which one succeeded.
@@ -178,7 +178,11 @@ final class PerKindRevoker: TokenRevoker {
         await hung.waitForArrivals(1)
         // The two sleeps themselves, not a count of sleepers: another sleep on its way out would make the count.
         let waits: Set = [start.advanced(by: .milliseconds(2500)), start.advanced(by: .seconds(5))]
-        await eventually { !revoker.tokens(.refreshToken).isEmpty && waits.isSubset(of: clock.sleepingUntil) }
+        // Bounded, so that a sign-out that never puts these waits on the clock fails here by name.
+        try #require(
+            await eventually(within: .seconds(30)) {
+                !revoker.tokens(.refreshToken).isEmpty && waits.isSubset(of: clock.sleepingUntil)
+            })
         return (manager, recorder, clock, signOut, hung)
     }
 
@@ -241,7 +245,7 @@ final class PerKindRevoker: TokenRevoker {
         let signOut = Task { await manager.signOut(options: options) }
         await arrived.waitForArrivals(1)
         arrived.open()
-        await eventually { clock.sleepers >= 1 }
+        try #require(await eventually(within: .seconds(30)) { clock.sleepers >= 1 })
         clock.advance(by: .seconds(5))
         let report = try #require(await signOut.value)
         #expect(report.serverSession == .unanswered)
