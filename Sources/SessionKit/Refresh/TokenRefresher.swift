@@ -78,35 +78,24 @@ final class TokenRefresher: Sendable {
 
     /// Refreshes first when the session's access token is within the leeway of expiring.
     ///
-    /// Every request calls this, and almost always the token is fresh: that check reads only constants and the
-    /// session's lock, and the refresher's own lock is taken only for a refresh (which checks again).
+    /// For the kinds that need a token before they start (the pipeline after its own read of the credential found it
+    /// expiring, the token hand-off, WebSocket handshakes). The check reads only constants and the session's lock;
+    /// the refresher's own lock is taken only for a refresh (which checks again).
     ///
     /// - Parameter session: The session.
-    /// - Returns: The access token when it was fresh, read under the same lock as the check (a request sends it
-    ///   without reading the session again); `nil` after a refresh.
+    /// - Returns: The access token when it was fresh, read under the same lock as the check; `nil` after a refresh.
     /// - Throws: `sessionEnded` when the session has ended, and what a refresh throws.
     @discardableResult
     func refreshIfExpiring(_ session: UserSession) async throws -> String? {
-        if let fresh = try freshAccessToken(of: session) { return fresh.token }
-        _ = try await refresh(session, .proactive)
-        return nil
-    }
-
-    /// The session's access token if it is not within the leeway of expiring: the synchronous half of
-    /// ``refreshIfExpiring(_:)``, for a caller that does not need to suspend when no refresh is due (a request's
-    /// every attempt: no async frame and no executor check on that path).
-    ///
-    /// - Parameter session: The session.
-    /// - Returns: The access token and the `Authorization` value that carries it, read under the same lock as the
-    ///   check; `nil` when it is expiring (refresh it).
-    /// - Throws: `sessionEnded` when the session has ended.
-    func freshAccessToken(of session: UserSession) throws -> UserSession.Credential? {
-        let now = clock.now
         // What was worked out when the tokens were held, read in place: copying the `TokenSet` out of the lock
         // would retain and release all its strings.
-        guard case .credential(let credential?, let expiring, _) = session.lifetime(.credential(at: now, nonceFor: nil))
+        guard
+            case .credential(let credential?, let expiring, _) = session.lifetime(
+                .credential(at: clock.now, nonceFor: nil))
         else { throw SessionError.ended }
-        return expiring ? nil : credential
+        if !expiring { return credential.token }
+        _ = try await refresh(session, .proactive)
+        return nil
     }
 
     /// The instant from which `tokens`' access token counts as expiring, and is refreshed before it is sent

@@ -16,9 +16,12 @@ import Testing
 
     /// Runs `body` with an OpenID mock that knows alice and bob, and a provider client of it that allows ES256.
     static func withOpenIDMock<T>(
+        devicePollingInterval: Duration = .seconds(5),
         _ body: (MockAuthorizationServer, OpenIDProvider) async throws -> T
     ) async throws -> T {
-        try await MockAuthorizationServer.withRunning(configuration: .init(clientID: clientID, openID: true)) { mock in
+        try await MockAuthorizationServer.withRunning(
+            configuration: .init(clientID: clientID, devicePollingInterval: devicePollingInterval, openID: true)
+        ) { mock in
             try mock.addUser("alice")
             try mock.addUser("bob")
             let provider = OpenIDProvider(
@@ -173,14 +176,7 @@ import Testing
     }
 
     @Test func thePasswordAndDeviceGrantsCarryIDTokens() async throws {
-        try await MockAuthorizationServer.withRunning(
-            configuration: .init(clientID: Self.clientID, devicePollingInterval: .zero, openID: true)
-        ) { mock in
-            try mock.addUser("bob")
-            let provider = OpenIDProvider(
-                configuration: .init(
-                    issuer: try #require(URL(string: mock.issuer)), clientID: Self.clientID,
-                    validation: IDTokenValidation(algorithms: [.es256])))
+        try await Self.withOpenIDMock(devicePollingInterval: .zero) { mock, provider in
             let authorization = try await provider.startDeviceAuthorization(scope: "profile")
             try mock.approveDevice(userCode: authorization.userCode, as: "bob")
             let device = try await provider.pollDeviceAuthorization(authorization)
@@ -210,14 +206,7 @@ import Testing
     /// is a sign-in whose account comes from the validated ID token; a tampered one is refused for the check it
     /// breaks, and an answer without an ID token (no `openid` asked) is refused, never taken on trust.
     @Test func anyGrantOfTheWrappedClientIsAValidatedSignIn() async throws {
-        try await MockAuthorizationServer.withRunning(
-            configuration: .init(clientID: Self.clientID, devicePollingInterval: .zero, openID: true)
-        ) { mock in
-            try mock.addUser("bob")
-            let provider = OpenIDProvider(
-                configuration: .init(
-                    issuer: try #require(URL(string: mock.issuer)), clientID: Self.clientID,
-                    validation: IDTokenValidation(algorithms: [.es256])))
+        try await Self.withOpenIDMock(devicePollingInterval: .zero) { mock, provider in
             func deviceGrant(scope: String) async throws -> OpenIDSignIn {
                 try await provider.signIn { client in
                     let authorization = try await client.startDeviceAuthorization(scope: scope)
