@@ -392,6 +392,22 @@ import Testing
 
     /// Every scheme a WebSocket URL may have (RFC 6455 §3, and the http/https forms URLSession takes), in any case,
     /// makes a task that carries the token; `end()` finishes them all.
+    /// A token within its leeway of expiring is refreshed before the handshake carries it, as for every other kind:
+    /// the handshake never sends a token about to expire.
+    @Test func aWebSocketsHandshakeCarriesARefreshedTokenWhenTheHeldOneIsExpiring() async throws {
+        let clock = ManualClock()
+        let endpoint = ScriptedTokenEndpoint { _, _ in TokenSet(accessToken: "token-alice-refreshed", lifetime: nil) }
+        let session = UserSession(
+            account: alice, tokens: tokens("alice", refresh: "refresh-alice", lifetime: .seconds(3600), clock: clock),
+            configuration: UserSession.Configuration(retryPolicy: .never, clock: clock), tokenEndpoint: endpoint)
+        defer { session.end() }
+        // Within the leeway of its expiry, not past it.
+        clock.advance(by: .seconds(3590))
+        let task = try await session.webSocket(for: URLRequest(url: URL(string: "ws://127.0.0.1:9/socket")!))
+        #expect(endpoint.count == 1)
+        #expect(task.originalRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer token-alice-refreshed")
+    }
+
     @Test func everyWebSocketSchemeInAnyCaseMakesATaskCarryingTheToken() async throws {
         let session = UserSession(account: alice, tokens: tokens("alice"))
         var tasks: [URLSessionWebSocketTask] = []
