@@ -353,3 +353,15 @@ struct ObserverToken: @unchecked Sendable {
 
     init(_ value: any NSObjectProtocol) { self.value = value }
 }
+
+extension SessionManager {
+    /// Emits an event, when the sessions' configuration has a sink.
+    func diagnose(
+        _ level: DiagnosticEvent.Level, _ kind: DiagnosticEvent.Kind, account: Account?,
+        _ fields: @autoclosure () -> [String: String] = [:]
+    ) {
+        guard let diagnostics = configuration.sessionConfiguration.diagnostics else { return }
+        diagnostics.emit(
+            level, kind, account: account, at: configuration.sessionConfiguration.clock.wallNow, fields())
+    }
+}

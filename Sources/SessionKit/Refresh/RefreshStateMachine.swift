@@ -265,3 +265,21 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
         return .present(refreshToken: newest)
     }
 }
+
+extension RefreshStateMachine.Reason {
+    /// The cause's name in events.
+    var diagnosticName: String {
+        switch self {
+        case .proactive: "proactive"
+        case .rejected: "401"
+        case .forced: "forced"
+        }
+    }
+}
+
+extension SessionError {
+    /// What a refresh that the session's end overtook fails with, wherever the refresher notices the end.
+    static var endedDuringRefresh: SessionError {
+        SessionError(.sessionEnded, "the session ended while a refresh was in flight")
+    }
+}

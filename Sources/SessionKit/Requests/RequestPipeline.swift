@@ -393,20 +393,6 @@ extension UserSession {
 // result): there a tuple is moved and tested through the runtime's tuple witnesses and metadata, on every request; a
 // struct's are the compiler's own. `send` returns a plain tuple: nothing generic moves it.
 
-/// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
-/// right to answer its caller, for `end()` to answer first.
-struct InFlightRequest: Sendable, CarriesSessionTask {
-    let sessionTask: URLSessionTask
-    let answer: TaskAnswer<DataCompletion>
-}
-
-/// What one data task's completion handler answers: the body, the response, and whether the cache may store it.
-struct DataCompletion: Sendable {
-    let data: Data
-    let response: URLResponse
-    let storable: Bool
-}
-
 /// What an attempt of `data(for:)` hands back: the body, the request as sent, and what storing the
 /// answer in the cache needs (`at` is `nil` for an answer the cache gave, which is not stored again).
 private struct Sent {

@@ -6,13 +6,6 @@ import SessionKitOAuth
 #endif
 
 extension UserSession {
-    /// A write in flight, as the session's lifetime holds it for sign-out: its policy, and the signal it resolves
-    /// when it returns.
-    struct PendingWrite: Sendable {
-        let policy: WritePolicy
-        let done: Broadcast<Void>
-    }
-
     /// Sends a write (POST, PUT, PATCH, DELETE) with a policy for what sign-out does if it is still in flight.
     ///
     /// - `.wait(d)`: sign-out waits up to `d` for it, then cancels it.

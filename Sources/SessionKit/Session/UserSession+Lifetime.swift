@@ -385,3 +385,8 @@ extension UserSession.Lifetime {
         }
     }
 }
+
+extension SessionError {
+    /// What anything asked of a session after its end fails with.
+    static var ended: SessionError { SessionError(.sessionEnded, "the session has ended") }
+}

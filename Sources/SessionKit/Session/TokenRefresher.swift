@@ -243,12 +243,3 @@ final class TokenRefresher: Sendable {
         }
     }
 }
-
-extension SessionError {
-    static var ended: SessionError { SessionError(.sessionEnded, "the session has ended") }
-
-    /// What a refresh that the session's end overtook fails with, wherever the refresher notices the end.
-    static var endedDuringRefresh: SessionError {
-        SessionError(.sessionEnded, "the session ended while a refresh was in flight")
-    }
-}
