@@ -6,10 +6,11 @@ import SessionKitOAuth
 #endif
 
 // The request pipeline: every request kind of a session goes through `sendAuthorized` (admission by the credential
-// scope, the token and its proof, the redirect decision, one refresh per 401, retries, nothing handed over after the
-// end), and is an adapter on it that gives one attempt: `data(for:)` (the cache front and `send`, below), uploads,
-// downloads and byte streams (`UserSession+Transfers.swift`, `UserSession+Bytes.swift`, on the transfer URLSession),
-// writes (`UserSession+Writes.swift`). A `data(for:)` GET runs in this file, the lifetime's
+// scope, the token and its proof, the redirect rule, one refresh per 401, retries, nothing handed over after the end),
+// and is an adapter on it that gives one attempt on one of the pipeline's routes: the data route below (`send`, and
+// `data(for:)`'s cache front), the transfer route (`RequestPipeline+Transfers.swift`: uploads, downloads, byte
+// streams, WebSockets) or, for a write that outlives the end, the hand-off route (`RequestPipeline+HandOff.swift`,
+// which keeps the scope and the redirect rule). A `data(for:)` GET runs in this file, the lifetime's
 // (`Session/UserSession+Lifetime.swift`), the credential scope's and the cache's.
 
 extension UserSession {
@@ -135,23 +136,17 @@ extension UserSession {
             // Redirects are followed here, never by the URLSession, so that every hop is judged by one rule.
             // Only a 3xx can be a redirect: `RedirectDecision` delivers every other answer, so it is not asked.
             if (300..<400).contains(response.statusCode) {
-                switch RedirectDecision.after(
-                    response, to: request, carriesCredentials: carriesCredentials, hops: hops,
-                    scope: configuration.credentialScope)
-                {
-                case .deliver:
-                    break
-                case .refuse(let error):
+                let hop: Hop?
+                do {
+                    hop = try nextHop(after: response, to: request, carriesCredentials: carriesCredentials, hops: hops)
+                } catch {
                     discard(value)
-                    diagnoseRefusedRedirect(from: request, response: response, error: error)
                     throw error
-                case .follow(let next, let carries):
+                }
+                if let hop {
                     discard(value)
-                    if carriesCredentials, !carries {
-                        diagnoseWithheld(from: request, to: next, status: response.statusCode)
-                    }
-                    request = next
-                    carriesCredentials = carries
+                    request = hop.request
+                    carriesCredentials = hop.carriesCredentials
                     hops += 1
                     replayable = RetryPolicy.isReplayable(request)
                     continue
@@ -215,6 +210,40 @@ extension UserSession {
             default:
                 return (value, response)
             }
+        }
+    }
+}
+
+extension UserSession {
+    /// The next hop of a redirect chain.
+    struct Hop {
+        /// The request to send next.
+        let request: URLRequest
+        /// Whether it carries the session's credentials: only while the chain has never left its origin.
+        let carriesCredentials: Bool
+    }
+
+    /// The one redirect rule of every route of the pipeline (``RedirectDecision``): `nil` to deliver `response`, or
+    /// the hop to follow. A hop that leaves the origin is told to the diagnostics, as is a refusal, which is thrown.
+    ///
+    /// - Throws: The refusal's ``SessionError`` (a redirect off the scope, a downgrade, too many hops).
+    func nextHop(
+        after response: HTTPURLResponse, to request: URLRequest, carriesCredentials: Bool, hops: Int
+    ) throws(SessionError) -> Hop? {
+        switch RedirectDecision.after(
+            response, to: request, carriesCredentials: carriesCredentials, hops: hops,
+            scope: configuration.credentialScope)
+        {
+        case .deliver:
+            return nil
+        case .refuse(let error):
+            diagnoseRefusedRedirect(from: request, response: response, error: error)
+            throw error
+        case .follow(let next, let carries):
+            if carriesCredentials, !carries {
+                diagnoseWithheld(from: request, to: next, status: response.statusCode)
+            }
+            return Hop(request: next, carriesCredentials: carries)
         }
     }
 }

@@ -18,7 +18,7 @@ extension UserSession {
     public struct AsyncBytes: AsyncSequence, Sendable {
         private let chunks: AsyncThrowingStream<Data, any Error>
 
-        fileprivate init(chunks: AsyncThrowingStream<Data, any Error>) {
+        init(chunks: AsyncThrowingStream<Data, any Error>) {
             self.chunks = chunks
         }
 
@@ -82,69 +82,4 @@ extension UserSession {
         }
         return (stream.bytes, response)
     }
-
-    private func openStream(
-        _ request: URLRequest, replayable: Bool
-    ) async throws -> (StreamHandle, HTTPURLResponse) {
-        let handle = RequestHandle()
-        guard let transfers = transferSession() else { throw SessionError.ended }
-        let (chunks, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
-        let stream = StreamHandle(bytes: AsyncBytes(chunks: chunks)) { handle.cancel(in: transfers.urlSession) }
-        // The consumer stopped iterating (or dropped the sequence): the transfer has no one to deliver to.
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { handle.cancel(in: transfers.urlSession) }
-        }
-        let response: HTTPURLResponse = try await TaskBridge.run(
-            handle: handle,
-            cancellingThrough: transfers.urlSession,
-            admits: { isActive },
-            notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
-            discardUnstarted: { task in
-                continuation.finish()
-                transfers.cancel(task)
-            },
-            create: { (head: TaskAnswer<HTTPURLResponse>) in
-                var events = TransferEvents { [weak self] error in
-                    // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
-                    if head.resume(
-                        throwing: error.map { TransportFailure(underlying: $0, request: request) }
-                            ?? TransportFailure(underlying: URLError(.badServerResponse)))
-                    {
-                        continuation.finish()
-                        return
-                    }
-                    let active = self?.isActive ?? false
-                    if let error {
-                        continuation.finish(
-                            throwing: active
-                                ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
-                                : SessionError.ended)
-                    } else {
-                        continuation.finish()
-                    }
-                }
-                events.response = { answered in
-                    head.resume(returning: answered)
-                }
-                events.data = { [weak self] chunk in
-                    guard self?.isActive == true else { return }
-                    continuation.yield(chunk)
-                }
-                do {
-                    return try createTransfer(events: events) { urlSession, _, _ in urlSession.dataTask(with: request) }
-                        .task
-                } catch {
-                    continuation.finish(throwing: error)
-                    throw error
-                }
-            }
-        )
-        return (stream, response)
-    }
-}
-
-/// A byte stream whose head has arrived, and how to stop its transfer.
-struct StreamHandle: Sendable {
-    let bytes: UserSession.AsyncBytes
-    let cancel: @Sendable () -> Void
 }
