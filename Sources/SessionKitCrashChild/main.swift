@@ -67,6 +67,8 @@
 //       through an OAuthClient of <token-endpoint> and <client-id>, then plays <scenario> and exits with status 0 at
 //       once, the way a command-line tool ends:
 //         restore-rejected  prints `state <state>` after restore (whose refresh the provider rejects);
+//         restore-rejected-unlocked  the same over a store with no cross-process lock (the refresher then
+//                           leaves the rejected record's deletion to the vault's queue, which restore waits for);
 //         request-rejected  GETs <resource-url> (answered 401; the refresh is rejected), then prints `left <work>`
 //                           from finishPendingWork(within: 5 s);
 //         sign-out-slow     signs the current account out without waiting for the server, through a revoker that
@@ -332,7 +334,9 @@ func refreshBurst(directory: String, tokenEndpoint: URL, clientID: String, resou
 
 func exitAfter(scenario: String, directory: String, tokenEndpoint: URL, clientID: String, resource: URL) async {
     do {
-        let store = SlowDeletingStore(inner: try FileCredentialStore(directory: URL(fileURLWithPath: directory)))
+        let store = SlowDeletingStore(
+            inner: try FileCredentialStore(directory: URL(fileURLWithPath: directory)),
+            sharedWithOtherProcesses: scenario != "restore-rejected-unlocked")
         let client = OAuthClient(configuration: .init(tokenEndpoint: tokenEndpoint, clientID: clientID))
         let revoker: (any TokenRevoker)? =
             switch scenario {
@@ -343,7 +347,7 @@ func exitAfter(scenario: String, directory: String, tokenEndpoint: URL, clientID
         let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: client, revoker: revoker))
         let state = await manager.restore()
         switch scenario {
-        case "restore-rejected":
+        case "restore-rejected", "restore-rejected-unlocked":
             emit("state \(state)")
         case "request-rejected":
             guard let session = manager.current else { fail("nothing to restore in \(directory)") }
@@ -368,6 +372,9 @@ func exitAfter(scenario: String, directory: String, tokenEndpoint: URL, clientID
 /// A store whose deletions take 300 ms, so that a process exiting without waiting for one loses it every time.
 struct SlowDeletingStore: CredentialStore {
     let inner: FileCredentialStore
+    /// Whether it offers the file store's cross-process lock: without it, no refresh deletes a rejected record
+    /// itself.
+    let sharedWithOtherProcesses: Bool
 
     func save(_ record: CredentialRecord) async throws { try await inner.save(record) }
     func load(for account: Account) async throws -> CredentialRecord? { try await inner.load(for: account) }
@@ -377,7 +384,7 @@ struct SlowDeletingStore: CredentialStore {
     }
     func deleteAll() async throws { try await inner.deleteAll() }
     func accounts() async throws -> [Account] { try await inner.accounts() }
-    var refreshLock: CrossProcessLock? { inner.refreshLock }
+    var refreshLock: CrossProcessLock? { sharedWithOtherProcesses ? inner.refreshLock : nil }
 }
 
 /// A revoker that answers after `delay` (never, for `nil`) and prints `revoked` when it has.

@@ -88,7 +88,13 @@ struct ExitingProcessTests {
         return (Account(issuer: server.baseURL.absoluteString, subject: user.username), tokens)
     }
 
-    @Test func aToolThatRestoresAndExitsAtOnceAfterTheRefreshTokenIsRejectedLeavesNoRecordBehind() async throws {
+    /// With a store other processes share, the rejected refresh deletes the record itself under the cross-process
+    /// lock; with one they do not, the deletion is the vault's queued one, which restore waits for within its
+    /// budget. Both must leave nothing behind.
+    @Test(arguments: ["restore-rejected", "restore-rejected-unlocked"])
+    func aToolThatRestoresAndExitsAtOnceAfterTheRefreshTokenIsRejectedLeavesNoRecordBehind(
+        scenario: String
+    ) async throws {
         let server = try Fixture.required()
         let (account, tokens) = try await Self.revokedGrant(server, revokingAccessToken: false)
         try await TemporaryDirectory.with { root in
@@ -98,14 +104,14 @@ struct ExitingProcessTests {
                 expiresAt: Date(timeIntervalSinceNow: -60))
 
             let (lines, status) = try Self.run(
-                "restore-rejected", directory: directory, tokenEndpoint: server.url("/o/token/"),
+                scenario, directory: directory, tokenEndpoint: server.url("/o/token/"),
                 clientID: Fixture.passwordClientID)
 
             #expect(status == 0, "\(lines)")
             #expect(lines.contains { $0.hasPrefix("state ") && $0.contains("reauthenticationRequired") }, "\(lines)")
             let next = try await Self.nextLaunch(account, in: directory)
             #expect(next.record == nil, "restore returned before the rejected record was deleted")
-            #expect(next.presented.isEmpty, "the next launch presented the dead refresh token")
+            #expect(next.presented.count == 0, "the next launch presented the dead refresh token")
             #expect(next.sessions == 0)
         }
     }
@@ -127,7 +133,7 @@ struct ExitingProcessTests {
             #expect(lines == ["left no pending work"])
             let next = try await Self.nextLaunch(account, in: directory)
             #expect(next.record == nil, "finishPendingWork returned before the rejected record was deleted")
-            #expect(next.presented.isEmpty, "the next launch presented the dead refresh token")
+            #expect(next.presented.count == 0, "the next launch presented the dead refresh token")
         }
     }
 
@@ -161,6 +167,6 @@ struct ExitingProcessTests {
         #expect(status == 0, "\(lines)")
         #expect(lines == ["left 1 sign-out server steps still pending"])
         #expect(next.record == nil)
-        #expect(next.presented.isEmpty)
+        #expect(next.presented.count == 0)
     }
 }
