@@ -224,8 +224,10 @@ import Testing
             store.holdNextRead(of: Self.account)
             await elsewhere.signOut(try session(of: Self.other, in: elsewhere), options: .localOnly)
             let bobEnding = ContinuousClock.now
-            // The check the first notice started has read alice's record (still there) and holds it.
-            await store.gate.waitForArrivals()
+            // The check the first notice started has read alice's record (still there) and holds it. Bounded: a
+            // notice that never arrives fails here by name instead of waiting out the suite's limit.
+            let firstChecked = await eventually(within: .seconds(5)) { store.gate.arrivals >= 1 }
+            try #require(firstChecked, "the first notice never started a check in this process")
             let arrived = ContinuousClock.now
             diagnostics.flush()
             let heard = notices.withLock { $0 }
