@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// ``TaskBridge``'s own rules, where no request kind isolates them: which error a call ends with when its deadline
-/// and its caller's cancellation both reached it.
+/// and its caller's cancellation both reached it, and that a call is answered once.
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct TaskBridgeTests {
     struct TimedOut: Error {}
 
@@ -26,6 +26,31 @@ import Testing
             defer { urlSession.cancelWithoutRacingCompletion([URLSessionTask](), thenInvalidate: true) }
             defer { gate.open() }
             try await body(server.url("/held"), urlSession)
+        }
+    }
+
+    /// A call the bridge answered itself (here a start that `admits` refused, as after a session's end) has used its
+    /// one right to answer: the task's own completion, which its cancellation still delivers on some platforms, finds
+    /// the right claimed and resumes nothing (a second resume of the call's continuation is undefined behaviour).
+    @Test func aCallAnsweredByARefusedStartHasUsedItsOneAnswer() async throws {
+        try await Self.withHeldRequest { url, urlSession in
+            let captured = Lock<TaskAnswer<Data>?>(nil)
+            let discarded = Lock(0)
+            await #expect(throws: TimedOut.self) {
+                _ = try await TaskBridge.run(
+                    cancellingThrough: urlSession, admits: { false }, notStarted: TimedOut(),
+                    discardUnstarted: { task in
+                        discarded.withLock { $0 += 1 }
+                        urlSession.cancelWithoutRacingCompletion([task])
+                    }
+                ) { (answer: TaskAnswer<Data>) in
+                    captured.withLock { $0 = answer }
+                    return urlSession.dataTask(with: url)
+                }
+            }
+            let answer = try #require(captured.withLock { $0 })
+            #expect(discarded.withLock { $0 } == 1, "the refused task was not handed back to be discarded")
+            #expect(!answer.handle.claimAnswer(), "the refused start answered the call without claiming its answer")
         }
     }
 
