@@ -11,7 +11,7 @@ import SessionKitOAuth
 // (`nextHop`, the same redirect rule), a proof refused for its nonce sent again once; it is never replayed.
 
 extension UserSession {
-    /// Sends a handed-off write, following its redirects by the session's rules (``RedirectDecision``): the token
+    /// Sends a handed-off write, following its redirects by the pipeline's one rule (`nextHop`): the token
     /// only on same-origin hops of a chain that never left the origin; a DPoP proof refused for its nonce is sent
     /// again once with it.
     func sendHandedOff(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {

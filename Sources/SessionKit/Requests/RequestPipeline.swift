@@ -418,9 +418,10 @@ extension UserSession {
     }
 }
 
-// Structs, not tuples, for the values a request hands through generic code (the continuation, the attempt's
-// result): there a tuple is moved and tested through the runtime's tuple witnesses and metadata, on every request; a
-// struct's are the compiler's own. `send` returns a plain tuple: nothing generic moves it.
+// Structs, not tuples, for the values a request hands through generic code (the continuation's `DataCompletion`,
+// declared beside the lifetime that registers it, and the attempt's `Sent`): there a tuple is moved and tested
+// through the runtime's tuple witnesses and metadata, on every request; a struct's are the compiler's own. `send`
+// returns a plain tuple: nothing generic moves it.
 
 /// What an attempt of `data(for:)` hands back: the body, the request as sent, and what storing the
 /// answer in the cache needs (`at` is `nil` for an answer the cache gave, which is not stored again).
