@@ -66,7 +66,10 @@ import Testing
                 (.refreshRejected, ["cause": "forced", "code": "refreshRejected", "oauthError": "invalid_grant"]),
                 (.stateChanged, ["to": "reauthenticationRequired"]),
             ]), "\(recorder.recorded.map(\.description))")
-        #expect(recorder.recorded.filter { $0.kind == .refreshRejected }.allSatisfy { $0.level == .error })
+        let rejected = recorder.recorded.filter { $0.kind == .refreshRejected }
+        #expect(!rejected.isEmpty && rejected.allSatisfy { $0.level == .error })
+        // How long the refresh took is told with every outcome, whole milliseconds.
+        #expect(rejected.allSatisfy { $0.fields["milliseconds"].flatMap(Int.init) != nil })
     }
 
     @Test func anOutageAtLaunchTellsWhyTheUserIsOffline() async throws {
@@ -89,6 +92,8 @@ import Testing
                 (.refreshFailed, ["code": "networkUnavailable"]),
                 (.restoreFinished, ["outcome": "offline", "reason": "network", "accounts": "1"]),
             ]), "\(recorder.recorded.map(\.description))")
+        let failed = recorder.recorded.filter { $0.kind == .refreshFailed }
+        #expect(!failed.isEmpty && failed.allSatisfy { $0.fields["milliseconds"].flatMap(Int.init) != nil })
     }
 
     @Test func aFailedPurgeStepIsAWarningNamingTheStep() async throws {
