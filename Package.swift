@@ -20,11 +20,21 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libcurl, the transport SessionKit drives itself on Linux (one curl_multi per process, on its own event
+        // loop); Apple platforms keep URLSession.
+        .systemLibrary(
+            name: "CSessionKitCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The protocols (OAuth 2.0, OpenID Connect, DPoP, JOSE, the platform's cryptography) and the transport
         // bridge under them; it knows nothing of sessions, and SessionKit re-exports it.
         .target(
             name: "SessionKitOAuth",
-            dependencies: [.target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux]))]
+            dependencies: [
+                .target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux])),
+                .target(name: "CSessionKitCurl", condition: .when(platforms: [.linux])),
+            ]
         ),
         .target(name: "SessionKit", dependencies: ["SessionKitOAuth"]),
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),

@@ -1,0 +1,203 @@
+#if os(Linux)
+    import CSessionKitCurl
+    import Foundation
+    import FoundationNetworking
+
+    /// One request on libcurl: its easy handle, configured from a `URLRequest`, and the answer it collects.
+    ///
+    /// Made on any thread; from ``CurlEventLoop/add(_:)`` on, touched only on the loop's thread, where libcurl calls
+    /// its header and body callbacks and where it completes, once.
+    final class CurlTransfer: @unchecked Sendable {
+        let easy: UnsafeMutableRawPointer
+        let url: URL
+        /// When the loop fails the transfer with `timedOut` if no byte of an answer has come (monotonic nanoseconds).
+        let firstByteDeadline: UInt64?
+        /// The client whose share handle the transfer uses, until it completes.
+        weak var client: CurlClient?
+
+        private var fields: UnsafeMutablePointer<curl_slist>?
+        private var completion: ((Result<CurlResponse, URLError>) -> Void)?
+        private var status = 0
+        private var version = "HTTP/1.1"
+        private var headers = [(name: String, value: String)]()
+        private var body = Data()
+        /// Whether the head of an answer has begun to arrive.
+        private(set) var answered = false
+
+        /// Configures an easy handle for `request`.
+        ///
+        /// - Throws: `CurlRequestRefusal` for a request libcurl must not send as it is (a scheme other than http or
+        ///   https, a field with a line break, a body stream).
+        init(
+            _ request: URLRequest, deadlines: CurlDeadlines,
+            completion: @escaping (Result<CurlResponse, URLError>) -> Void
+        ) throws(CurlRequestRefusal) {
+            guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+            else { throw .unsupportedScheme }
+            guard request.httpBodyStream == nil else { throw .bodyStream }
+            let fieldLines = try Self.fieldLines(of: request)
+            guard let easy = curl_easy_init() else { throw .unavailable }
+            self.easy = easy
+            self.url = url
+            self.completion = completion
+            firstByteDeadline = deadlines.firstByte.map { CurlEventLoop.now() + $0.nanoseconds }
+
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_URL, url.absoluteString)
+            // Only HTTP, on the first request and (were redirects followed) after: never file:, ftp: or the rest.
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+            // Redirects are SessionKit's to judge, hop by hop, with the credential rules of the request pipeline.
+            sk_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+            sk_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+            sk_curl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)
+            sk_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me)
+            if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+                // Every encoding libcurl decodes, decoded before the body is handed over, as URLSession does.
+                sk_curl_easy_setopt_pointer(easy, CURLOPT_ACCEPT_ENCODING, "")
+            }
+            if let connect = deadlines.connect {
+                sk_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(connect.milliseconds)))
+            }
+            if let whole = deadlines.whole {
+                sk_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(whole.milliseconds)))
+            }
+
+            let method = request.httpMethod?.uppercased() ?? "GET"
+            let body = request.httpBody
+            switch method {
+            case "GET" where body == nil:
+                sk_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            case "HEAD":
+                sk_curl_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+            default:
+                if method != "POST" { sk_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, method) }
+                if method == "POST" || body != nil {
+                    let bytes = body ?? Data()
+                    sk_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+                    bytes.withUnsafeBytes { raw in
+                        // Copied by libcurl: the request's Data need not outlive this call.
+                        _ = sk_curl_easy_setopt_pointer(
+                            easy, CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                    }
+                }
+            }
+            for line in fieldLines { fields = curl_slist_append(fields, line) }
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, fields)
+
+            sk_curl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { bytes, size, count, me in
+                guard let bytes, let me else { return 0 }
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(me).takeUnretainedValue()
+                transfer.received(headerLine: UnsafeRawBufferPointer(start: bytes, count: size * count))
+                return size * count
+            }
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+            sk_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { bytes, size, count, me in
+                guard let bytes, let me else { return 0 }
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(me).takeUnretainedValue()
+                transfer.body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: size * count)
+                return size * count
+            }
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        }
+
+        /// Joins the client's share handle; on the loop's thread, since joining changes the share.
+        func use(_ share: UnsafeMutableRawPointer) {
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_SHARE, share)
+        }
+
+        deinit {
+            // Cleaned on the loop's thread when the transfer completed (it touches the share handle): here only a
+            // transfer that never reached the loop.
+            if completion != nil { curl_easy_cleanup(easy) }
+            curl_slist_free_all(fields)
+        }
+
+        /// The request's fields as libcurl takes them, `Expect:` added so that no body waits for `100 Continue`.
+        private static func fieldLines(of request: URLRequest) throws(CurlRequestRefusal) -> [String] {
+            var lines = [String]()
+            for (name, value) in request.allHTTPHeaderFields ?? [:] {
+                // A line break would end the field and begin another the caller never wrote.
+                guard !name.contains(where: \.isNewline), !value.contains(where: \.isNewline), !name.isEmpty,
+                    !name.contains(":")
+                else { throw .malformedField }
+                // libcurl sends `Name;` as a field with an empty value, and drops `Name:`.
+                lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+            }
+            if request.value(forHTTPHeaderField: "Expect") == nil { lines.append("Expect:") }
+            return lines
+        }
+
+        private func received(headerLine raw: UnsafeRawBufferPointer) {
+            answered = true
+            let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.hasPrefix("HTTP/") {
+                // A new head (after a 100 Continue, or a proxy's CONNECT answer): only the last one is the answer's.
+                headers = []
+                let parts = line.split(separator: " ", maxSplits: 2)
+                version = parts.first.map(String.init) ?? "HTTP/1.1"
+                status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            } else if let colon = line.firstIndex(of: ":") {
+                let name = String(line[..<colon])
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers.append((name, value))
+            }
+        }
+
+        /// Completes the transfer, once, on the loop's thread; its handle has left the multi handle.
+        func finish(with error: URLError?, loop: CurlEventLoop) {
+            guard let completion else { return }
+            self.completion = nil
+            // On the loop's thread, before the client may clean its share handle up: the handle uses it until now.
+            curl_easy_cleanup(easy)
+            client?.forget(self)
+            if let error {
+                completion(.failure(error))
+                return
+            }
+            var fields = [String: String]()
+            for (name, value) in headers {
+                if let earlier = fields.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame }) {
+                    fields[earlier.key] = earlier.value + ", " + value
+                } else {
+                    fields[name] = value
+                }
+            }
+            guard status >= 100,
+                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: fields)
+            else {
+                completion(.failure(URLError(.badServerResponse)))
+                return
+            }
+            completion(.success(CurlResponse(data: body, response: response)))
+        }
+    }
+
+    /// What a transfer answers: its body, decoded, and its response.
+    struct CurlResponse: Sendable {
+        let data: Data
+        let response: HTTPURLResponse
+    }
+
+    /// Why the libcurl transport refused to send a request.
+    package enum CurlRequestRefusal: Error, Equatable, Sendable {
+        /// The URL is not `http` or `https`.
+        case unsupportedScheme
+        /// A field name or value holds a line break or is not a name.
+        case malformedField
+        /// The body is a stream; the transport sends bodies it holds.
+        case bodyStream
+        /// libcurl could not make a handle.
+        case unavailable
+    }
+
+    extension Duration {
+        var nanoseconds: UInt64 {
+            let (seconds, attoseconds) = components
+            return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        }
+
+        var milliseconds: Int64 { Int64(nanoseconds / 1_000_000) }
+    }
+#endif

@@ -1,0 +1,285 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import SessionKitTesting
+    import Testing
+
+    @testable import SessionKitOAuth
+
+    /// The libcurl transport (issue 49) against a real loopback server: it sends a request as it is written, once,
+    /// follows no redirect, enforces its deadlines on the event loop, and a client's `close()` fails everything it
+    /// has in flight at once, with no descriptor kept.
+    @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CurlTransportTests {
+        static func request(_ url: URL, _ method: String = "GET", body: Data? = nil) -> URLRequest {
+            var request = URLRequest(url: url)
+            request.httpMethod = method
+            request.httpBody = body
+            return request
+        }
+
+        /// What `data(for:)` threw, as the `URLError` code it must be.
+        static func failure(_ work: () async throws -> Void) async -> URLError.Code? {
+            do {
+                try await work()
+                return nil
+            } catch {
+                return (error as? URLError)?.code
+            }
+        }
+
+        @Test func aGetIsSentWithItsFieldsAndAnsweredWithStatusFieldsAndBody() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/me") { request in
+                    .json(#"{"who":"\#(request.header("X-Who") ?? "")"}"#, headers: [("X-Answer", "yes")])
+                }
+                let client = CurlClient()
+                defer { client.close() }
+                var request = Self.request(server.url("/me"))
+                request.setValue("alice", forHTTPHeaderField: "X-Who")
+                request.setValue("", forHTTPHeaderField: "X-Empty")
+                let (data, response) = try await client.data(for: request)
+                #expect(response.statusCode == 200)
+                #expect(response.value(forHTTPHeaderField: "x-answer") == "yes")
+                #expect(response.url == server.url("/me"))
+                #expect(String(decoding: data, as: UTF8.self) == #"{"who":"alice"}"#)
+                let seen = try #require(server.requests.last)
+                #expect(seen.header("X-Empty") == "")
+                #expect(seen.header("Expect") == nil)
+            }
+        }
+
+        @Test(arguments: ["POST", "PUT", "PATCH", "DELETE"])
+        func aBodyIsSentWholeWithItsMethod(method: String) async throws {
+            try await LocalServer.withRunning { server in
+                server.route(method, "/echo") { request in .text(request.method + ":" + request.bodyText) }
+                let client = CurlClient()
+                defer { client.close() }
+                let body = Data((0..<100_000).map { _ in UInt8.random(in: 97...122) })
+                let (data, response) = try await client.data(for: Self.request(server.url("/echo"), method, body: body))
+                #expect(response.statusCode == 200)
+                #expect(data == Data((method + ":").utf8) + body)
+            }
+        }
+
+        @Test func aHeadGetsTheHeadAndNoBody() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("HEAD", "/file") { _ in .text("", headers: [("X-Size", "12")]) }
+                let client = CurlClient()
+                defer { client.close() }
+                let (data, response) = try await client.data(for: Self.request(server.url("/file"), "HEAD"))
+                #expect(response.statusCode == 200 && data.isEmpty)
+                #expect(response.value(forHTTPHeaderField: "X-Size") == "12")
+            }
+        }
+
+        @Test func aLargeBodyArrivesIntact() async throws {
+            try await LocalServer.withRunning { server in
+                let body = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+                server.route("GET", "/large") { _ in LocalServer.Response(status: 200, body: body) }
+                let client = CurlClient()
+                defer { client.close() }
+                let (data, _) = try await client.data(for: Self.request(server.url("/large")))
+                #expect(data == body)
+            }
+        }
+
+        /// Redirects are the pipeline's to judge: the transport hands the 3xx back, and sends nothing to its target.
+        @Test func aRedirectIsHandedBackNotFollowed() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/from") { _ in
+                    LocalServer.Response(status: 302, headers: [("Location", "/to")], body: Data())
+                }
+                server.route("GET", "/to") { _ in .text("followed") }
+                let client = CurlClient()
+                defer { client.close() }
+                var request = Self.request(server.url("/from"))
+                request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+                let (_, response) = try await client.data(for: request)
+                #expect(response.statusCode == 302)
+                #expect(response.value(forHTTPHeaderField: "Location") == "/to")
+                #expect(server.requests.map(\.path) == ["/from"])
+            }
+        }
+
+        @Test func aRefusedConnectionIsNotSent() async throws {
+            let port = try await LocalServer.withRunning { server in server.port }
+            let client = CurlClient()
+            defer { client.close() }
+            let code = await Self.failure {
+                _ = try await client.data(for: Self.request(URL(string: "http://127.0.0.1:\(port)/")!))
+            }
+            #expect(code == .cannotConnectToHost)
+            #expect(TransportFailureKind(URLError(code ?? .unknown), wasHTTP: true) == .notSent)
+        }
+
+        @Test func aConnectionClosedBeforeAnyAnswerIsClosedWithoutAnswer() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/close") { _ in LocalServer.Response.text("").failing(with: .closeBeforeResponding)
+                }
+                let client = CurlClient()
+                defer { client.close() }
+                let code = await Self.failure { _ = try await client.data(for: Self.request(server.url("/close"))) }
+                #expect(code.map { TransportFailureKind(URLError($0), wasHTTP: true) } == .closedWithoutAnswer)
+            }
+        }
+
+        @Test func aFirstByteDeadlineEndsAWaitOnASilentServer() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/silent") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                defer { gate.open() }
+                let client = CurlClient()
+                defer { client.close() }
+                let started = ContinuousClock.now
+                let code = await Self.failure {
+                    _ = try await client.data(
+                        for: Self.request(server.url("/silent")),
+                        deadlines: CurlDeadlines(firstByte: .milliseconds(200)))
+                }
+                #expect(code == .timedOut)
+                #expect(ContinuousClock.now - started < .seconds(3))
+                #expect(await client.running() == 0)
+            }
+        }
+
+        /// Bytes keep coming, so only the whole request's deadline ends it.
+        @Test func aWholeDeadlineEndsATrickle() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/trickle") { _ in
+                    LocalServer.Response.text("x").failing(with: .trickle(every: .milliseconds(20)))
+                }
+                let client = CurlClient()
+                defer { client.close() }
+                let code = await Self.failure {
+                    _ = try await client.data(
+                        for: Self.request(server.url("/trickle")),
+                        deadlines: CurlDeadlines(firstByte: .seconds(2), whole: .milliseconds(300)))
+                }
+                #expect(code == .timedOut)
+            }
+        }
+
+        @Test func cancellingTheCallerCancelsTheTransfer() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/held") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                defer { gate.open() }
+                let client = CurlClient()
+                defer { client.close() }
+                let call = Task {
+                    await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) }
+                }
+                await gate.waitForArrivals(1)
+                call.cancel()
+                #expect(await call.value == .cancelled)
+                #expect(await client.running() == 0)
+            }
+        }
+
+        /// A session's end: every transfer in flight fails with `cancelled` at once, and so does one started after.
+        @Test func closingFailsEveryTransferInFlightAndEveryLaterOne() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/held") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                defer { gate.open() }
+                let client = CurlClient()
+                let calls = (0..<8).map { _ in
+                    Task { await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) } }
+                }
+                await gate.waitForArrivals(8)
+                client.close()
+                for call in calls { #expect(await call.value == .cancelled) }
+                let later = await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) }
+                #expect(later == .cancelled)
+            }
+        }
+
+        /// One client's connections are its own: a second client never reuses them, while a client reuses its own.
+        @Test func connectionsAreSharedWithinAClientAndNeverAcrossClients() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/c") { request in .text("\(request.connectionID)") }
+                let alice = CurlClient()
+                let bob = CurlClient()
+                defer {
+                    alice.close()
+                    bob.close()
+                }
+                func connection(_ client: CurlClient) async throws -> String {
+                    String(decoding: try await client.data(for: Self.request(server.url("/c"))).0, as: UTF8.self)
+                }
+                let first = try await connection(alice)
+                #expect(try await connection(alice) == first)
+                let bobs = try await connection(bob)
+                #expect(bobs != first)
+                #expect(try await connection(alice) == first)
+            }
+        }
+
+        @Test func aRequestLibcurlMustNotSendIsRefusedWithItsReason() async throws {
+            let client = CurlClient()
+            defer { client.close() }
+            // `setValue` drops such a value; `allHTTPHeaderFields` keeps it, and so would send it.
+            for fields in [["X-Field": "a\r\nX-Injected: 1"], ["X-Field\nX-Injected": "1"], ["X:Y": "1"], ["": "1"]] {
+                var injected = Self.request(URL(string: "http://127.0.0.1:9/")!)
+                injected.allHTTPHeaderFields = fields
+                await #expect(throws: CurlRequestRefusal.malformedField) { try await client.data(for: injected) }
+            }
+            await #expect(throws: CurlRequestRefusal.unsupportedScheme) {
+                try await client.data(for: Self.request(URL(string: "file:///etc/passwd")!))
+            }
+            var streamed = Self.request(URL(string: "http://127.0.0.1:9/")!, "POST")
+            streamed.httpBodyStream = InputStream(data: Data("body".utf8))
+            await #expect(throws: CurlRequestRefusal.bodyStream) { try await client.data(for: streamed) }
+        }
+
+        /// Clients made and closed with transfers in flight leave no descriptor behind.
+        @Test(.timeLimit(.minutes(TimeLimit.heavy))) func churnKeepsNoDescriptor() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/held") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                server.route("GET", "/ok") { _ in .text("ok") }
+                defer { gate.open() }
+                // The loop's own descriptors exist before the count is taken.
+                let warm = CurlClient()
+                _ = try await warm.data(for: Self.request(server.url("/ok")))
+                warm.close()
+                #expect(await warm.running() == 0)
+                let before = Self.openDescriptors()
+                for round in 0..<200 {
+                    let client = CurlClient()
+                    let calls = (0..<2).map { _ in
+                        Task {
+                            await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) }
+                        }
+                    }
+                    await gate.waitForArrivals((round + 1) * 2)
+                    client.close()
+                    for call in calls { #expect(await call.value == .cancelled) }
+                }
+                // The server (in this process) closes its side of each cancelled connection when it reads the end.
+                let count = Lock(0)
+                let flat = await eventually(within: .seconds(5)) {
+                    count.withLock { $0 = Self.openDescriptors() }
+                    return count.withLock { $0 } <= before + 2
+                }
+                #expect(flat, "\(count.withLock { $0 }) descriptors open, \(before) before")
+            }
+        }
+
+        static func openDescriptors() -> Int {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        }
+    }
+#endif
