@@ -56,39 +56,52 @@
             _ request: URLRequest, deadlines: CurlDeadlines = CurlDeadlines(),
             completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), URLError>) -> Void
         ) throws(CurlRequestRefusal) -> CurlTransferHandle {
-            let transfer = try CurlTransfer(request, deadlines: deadlines) { result in
-                completion(result.map { ($0.data, $0.response) })
-            }
-            transfer.client = self
-            loop.perform { [self, transfer] in
-                guard let share else {
-                    transfer.finish(with: URLError(.cancelled), loop: loop)
-                    return
-                }
-                transfer.use(share)
-                live[ObjectIdentifier(transfer)] = transfer
-                loop.add(transfer)
-            }
-            return CurlTransferHandle(transfer: transfer, loop: loop)
+            let handle = try prepare(request, deadlines: deadlines)
+            start(handle, completion: completion)
+            return handle
         }
 
         /// Sends `request` and waits for its answer; cancelling the calling task cancels the transfer.
         package func data(for request: URLRequest, deadlines: CurlDeadlines = CurlDeadlines()) async throws -> (
             Data, HTTPURLResponse
         ) {
-            let handle = Lock<CurlTransferHandle?>(nil)
+            let handle = try prepare(request, deadlines: deadlines)
+            // A cancellation before the start reaches the loop first, and the start then finds the transfer
+            // cancelled: the loop takes both in the order they were handed over.
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    do {
-                        let started = try start(request, deadlines: deadlines) { continuation.resume(with: $0) }
-                        handle.withLock { $0 = started }
-                        if Task.isCancelled { started.cancel() }
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
+                    start(handle) { continuation.resume(with: $0) }
                 }
             } onCancel: {
-                handle.withLock { $0 }?.cancel()
+                handle.cancel()
+            }
+        }
+
+        /// Makes a transfer for `request`, not started.
+        private func prepare(_ request: URLRequest, deadlines: CurlDeadlines) throws(CurlRequestRefusal)
+            -> CurlTransferHandle
+        {
+            CurlTransferHandle(transfer: try CurlTransfer(request, deadlines: deadlines), loop: loop)
+        }
+
+        /// Hands `handle`'s transfer to the loop, which adds it to the multi handle unless the client was closed or
+        /// the transfer cancelled first.
+        private func start(
+            _ handle: CurlTransferHandle,
+            completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), URLError>) -> Void
+        ) {
+            let transfer = handle.transfer
+            // Set before the loop sees the transfer: handing it over orders this write before the loop's reads.
+            transfer.completion = { completion($0.map { ($0.data, $0.response) }) }
+            transfer.client = self
+            loop.perform { [self, transfer] in
+                guard let share, !transfer.cancelled else {
+                    transfer.finish(with: URLError(.cancelled), loop: loop)
+                    return
+                }
+                transfer.use(share)
+                live[ObjectIdentifier(transfer)] = transfer
+                loop.add(transfer)
             }
         }
 
@@ -124,7 +137,11 @@
         fileprivate let loop: CurlEventLoop
 
         package func cancel() {
-            loop.perform { [transfer, loop] in loop.remove(transfer, failingWith: URLError(.cancelled)) }
+            loop.perform { [transfer, loop] in
+                // Not started yet: its start finds it cancelled.
+                transfer.cancelled = true
+                loop.remove(transfer, failingWith: URLError(.cancelled))
+            }
         }
     }
 #endif

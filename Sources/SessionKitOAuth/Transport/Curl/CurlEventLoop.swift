@@ -9,7 +9,8 @@
     /// The rules, and why:
     /// - Every call into the multi handle, its easy handles and the share handles runs on this thread: libcurl's
     ///   handles may be used by one thread at a time, and one owner needs no lock around them. Other threads hand
-    ///   work over with ``perform(_:)``, which wakes the loop through an eventfd.
+    ///   work over with ``perform(_:)``, through a pipe that is both the queue and the loop's wake-up: each item is
+    ///   one pointer, written atomically (it is under `PIPE_BUF`), so no lock is taken on either side.
     /// - The loop sleeps in `epoll_wait` until a socket is ready or the nearest timer is due (libcurl's own, or a
     ///   transfer's first-byte deadline). It never polls: a transfer waiting on a silent server costs no CPU, which
     ///   FoundationNetworking's loop did not hold.
@@ -19,10 +20,9 @@
         static let shared = CurlEventLoop()
 
         private let epoll: Int32
-        private let wakeup: Int32
+        /// The inbox: read end (non-blocking, watched by epoll) and write end.
+        private let inbox: (read: Int32, write: Int32)
         let multi: UnsafeMutableRawPointer
-        /// Work handed over by other threads; the eventfd is written only when this goes from empty to not empty.
-        private let inbox = Lock<[@Sendable () -> Void]>([])
 
         // Owned by the loop thread.
         private var watched = Set<Int32>()
@@ -36,12 +36,16 @@
             }
             self.multi = multi
             epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-            wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-            precondition(epoll >= 0 && wakeup >= 0, "the transport's event loop could not be created")
+            var ends: [Int32] = [-1, -1]
+            let piped = pipe(&ends)
+            precondition(epoll >= 0 && piped == 0, "the transport's event loop could not be created")
+            inbox = (ends[0], ends[1])
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            _ = fcntl(inbox.read, F_SETFL, fcntl(inbox.read, F_GETFL) | O_NONBLOCK)
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
-            event.data.fd = wakeup
-            epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
+            event.data.fd = inbox.read
+            epoll_ctl(epoll, EPOLL_CTL_ADD, inbox.read, &event)
 
             let me = Unmanaged.passUnretained(self).toOpaque()
             sk_curl_multi_setopt_socket_callback(multi) { _, socket, what, loop, _ in
@@ -62,13 +66,21 @@
             thread.start()
         }
 
-        /// Runs `work` on the loop's thread, soon; it must not block.
+        /// Runs `work` on the loop's thread, after everything handed over before it; `work` must not block.
         func perform(_ work: @escaping @Sendable () -> Void) {
-            let wasEmpty = inbox.withLock { inbox in
-                inbox.append(work)
-                return inbox.count == 1
+            var item = Unmanaged.passRetained(Work(work)).toOpaque()
+            let size = MemoryLayout<UnsafeMutableRawPointer>.size
+            // The write end blocks: a full pipe (thousands of items the loop has not read yet) makes the caller wait
+            // for the loop, never drops an item.
+            while withUnsafeBytes(of: &item, { write(inbox.write, $0.baseAddress, size) }) != size {
+                precondition(errno == EINTR, "the transport's event loop inbox failed: \(errno)")
             }
-            if wasEmpty { eventfd_write(wakeup, 1) }
+        }
+
+        /// What ``perform(_:)`` hands over.
+        private final class Work {
+            let run: @Sendable () -> Void
+            init(_ run: @escaping @Sendable () -> Void) { self.run = run }
         }
 
         // MARK: - On the loop's thread
@@ -123,15 +135,8 @@
                 }
                 for index in 0..<Int(ready) {
                     let fd = events[index].data.fd
-                    if fd == wakeup {
-                        var count: eventfd_t = 0
-                        eventfd_read(wakeup, &count)
-                        let work = inbox.withLock { inbox in
-                            let taken = inbox
-                            inbox = []
-                            return taken
-                        }
-                        for item in work { item() }
+                    if fd == inbox.read {
+                        drainInbox()
                         continue
                     }
                     let flags = events[index].events
@@ -150,6 +155,21 @@
                 }
                 if let due = earliestFirstByte, due <= now { enforceFirstByteDeadlines(now: now) }
                 collectFinished()
+            }
+        }
+
+        /// Runs every item in the inbox, in order.
+        private func drainInbox() {
+            var items = [UnsafeMutableRawPointer?](repeating: nil, count: 256)
+            let size = MemoryLayout<UnsafeMutableRawPointer>.size
+            while true {
+                let count = items.withUnsafeMutableBytes { read(inbox.read, $0.baseAddress, $0.count) }
+                // Each write is one whole pointer and a pipe never splits a write under PIPE_BUF: whole pointers.
+                guard count > 0 else { return }
+                for index in 0..<(count / size) {
+                    guard let item = items[index] else { continue }
+                    Unmanaged<Work>.fromOpaque(item).takeRetainedValue().run()
+                }
             }
         }
 

@@ -15,8 +15,14 @@
         /// The client whose share handle the transfer uses, until it completes.
         weak var client: CurlClient?
 
+        /// What the transfer answers, once; set before the loop sees the transfer.
+        var completion: ((Result<CurlResponse, URLError>) -> Void)?
+        /// Whether it was cancelled (on the loop's thread), so that a start that comes after does not add it.
+        var cancelled = false
+
         private var fields: UnsafeMutablePointer<curl_slist>?
-        private var completion: ((Result<CurlResponse, URLError>) -> Void)?
+        /// Whether the easy handle was cleaned up (on the loop's thread, when the transfer completed).
+        private var cleaned = false
         private var status = 0
         private var version = "HTTP/1.1"
         private var headers = [(name: String, value: String)]()
@@ -29,8 +35,7 @@
         /// - Throws: `CurlRequestRefusal` for a request libcurl must not send as it is (a scheme other than http or
         ///   https, a field with a line break, a body stream).
         init(
-            _ request: URLRequest, deadlines: CurlDeadlines,
-            completion: @escaping (Result<CurlResponse, URLError>) -> Void
+            _ request: URLRequest, deadlines: CurlDeadlines
         ) throws(CurlRequestRefusal) {
             guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
             else { throw .unsupportedScheme }
@@ -39,7 +44,6 @@
             guard let easy = curl_easy_init() else { throw .unavailable }
             self.easy = easy
             self.url = url
-            self.completion = completion
             firstByteDeadline = deadlines.firstByte.map { CurlEventLoop.now() + $0.nanoseconds }
 
             let me = Unmanaged.passUnretained(self).toOpaque()
@@ -110,7 +114,7 @@
         deinit {
             // Cleaned on the loop's thread when the transfer completed (it touches the share handle): here only a
             // transfer that never reached the loop.
-            if completion != nil { curl_easy_cleanup(easy) }
+            if !cleaned { curl_easy_cleanup(easy) }
             curl_slist_free_all(fields)
         }
 
@@ -147,10 +151,12 @@
 
         /// Completes the transfer, once, on the loop's thread; its handle has left the multi handle.
         func finish(with error: URLError?, loop: CurlEventLoop) {
+            guard !cleaned else { return }
+            // On the loop's thread, before the client may clean its share handle up: the handle uses it until now.
+            cleaned = true
+            curl_easy_cleanup(easy)
             guard let completion else { return }
             self.completion = nil
-            // On the loop's thread, before the client may clean its share handle up: the handle uses it until now.
-            curl_easy_cleanup(easy)
             client?.forget(self)
             if let error {
                 completion(.failure(error))
