@@ -42,7 +42,13 @@ let package = Package(
         // tests can reach it; not a product.
         .target(name: "SessionKitCLICore", dependencies: ["SessionKit", "SessionKitTesting"]),
         .executableTarget(name: "SessionKitCLI", dependencies: ["SessionKitCLICore"]),
-        .executableTarget(name: "SessionKitBench", dependencies: ["SessionKit", "SessionKitTesting"]),
+        .executableTarget(
+            name: "SessionKitBench",
+            dependencies: [
+                "SessionKit", "SessionKitTesting",
+                // Raw libcurl easy handles, the floor the libcurl transport is measured against.
+                .target(name: "CSessionKitCurl", condition: .when(platforms: [.linux])),
+            ]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.

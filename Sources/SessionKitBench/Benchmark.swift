@@ -22,6 +22,7 @@ enum Benchmarks {
         + CacheBenchmarks.all
         + SessionBenchmarks.all + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all
         + FleetBenchmarks.all + ChurnBenchmarks.all + TransferBenchmarks.all
+        + TransportBenchmarks.all
 
     /// The benchmarks that produce at least one result `prefix` selects; all of them for `nil`.
     static func selected(from benchmarks: [Benchmark] = all, by prefix: String?) -> [Benchmark] {

@@ -48,6 +48,25 @@
             }
         }
 
+        /// Fields of one name arrive joined in order under the first spelling, their blanks trimmed; any status
+        /// of three digits is the answer's.
+        @Test func fieldsOfOneNameAreJoinedAndTheStatusIsRead() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/fields") { _ in
+                    LocalServer.Response(
+                        status: 599, headers: [("X-Multi", "a"), ("x-multi", "  b\t"), ("X-Other", "")],
+                        body: Data("z".utf8))
+                }
+                let client = CurlClient()
+                defer { client.close() }
+                let (data, response) = try await client.data(for: Self.request(server.url("/fields")))
+                #expect(response.statusCode == 599)
+                #expect(response.allHeaderFields["X-Multi"] as? String == "a, b")
+                #expect(response.value(forHTTPHeaderField: "X-Other") == "")
+                #expect(data == Data("z".utf8))
+            }
+        }
+
         @Test(arguments: ["POST", "PUT", "PATCH", "DELETE"])
         func aBodyIsSentWholeWithItsMethod(method: String) async throws {
             try await LocalServer.withRunning { server in

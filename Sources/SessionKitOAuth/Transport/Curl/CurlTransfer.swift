@@ -133,19 +133,36 @@
             return lines
         }
 
+        /// Reads one line of an answer's head, as libcurl hands it over (its line break included), byte by byte:
+        /// Foundation's string trimming cost more than the rest of a request's handling together.
         private func received(headerLine raw: UnsafeRawBufferPointer) {
             answered = true
-            let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if line.hasPrefix("HTTP/") {
+            var end = raw.count
+            while end > 0, raw[end - 1] == UInt8(ascii: "\n") || raw[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            let line = raw[0..<end]
+            if line.starts(with: "HTTP/".utf8) {
                 // A new head (after a 100 Continue, or a proxy's CONNECT answer): only the last one is the answer's.
                 headers = []
-                let parts = line.split(separator: " ", maxSplits: 2)
-                version = parts.first.map(String.init) ?? "HTTP/1.1"
-                status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            } else if let colon = line.firstIndex(of: ":") {
-                let name = String(line[..<colon])
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                headers.append((name, value))
+                let space = line.firstIndex(of: UInt8(ascii: " ")) ?? end
+                version = String(decoding: line[..<space], as: UTF8.self)
+                var code = 0
+                var index = space + 1
+                while index < end, index < space + 4, (48...57).contains(line[index]) {
+                    code = code * 10 + Int(line[index] - 48)
+                    index += 1
+                }
+                status = index == space + 4 ? code : 0
+            } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+                func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+                var first = colon + 1
+                while first < end, isBlank(line[first]) { first += 1 }
+                var last = end
+                while last > first, isBlank(line[last - 1]) { last -= 1 }
+                headers.append(
+                    (
+                        String(decoding: line[..<colon], as: UTF8.self),
+                        String(decoding: line[first..<last], as: UTF8.self)
+                    ))
             }
         }
 
@@ -162,11 +179,15 @@
                 completion(.failure(error))
                 return
             }
-            var fields = [String: String]()
+            // Fields of one name are joined in order with ", " (RFC 9110 §5.3), under the first one's spelling.
+            var fields = [String: String](minimumCapacity: headers.count)
+            var spelling = [String: String]()
             for (name, value) in headers {
-                if let earlier = fields.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame }) {
-                    fields[earlier.key] = earlier.value + ", " + value
+                let key = name.lowercased()
+                if let first = spelling[key] {
+                    fields[first, default: ""] += ", " + value
                 } else {
+                    spelling[key] = name
                     fields[name] = value
                 }
             }

@@ -1,0 +1,287 @@
+#if os(Linux)
+    import CSessionKitCurl
+    import Foundation
+    import FoundationNetworking
+    import SessionKit
+    import SessionKitOAuth
+
+    /// The libcurl transport (issue 49) beside what it replaces and what it is built on, side by side in one run:
+    ///
+    /// - `transport.wait.cpu_seconds_per_second.nN`: the CPU this process uses per second of wall time while N
+    ///   requests wait on a server that accepted their connections and never answers (a listener that never
+    ///   `accept`s: the kernel completes the handshake and takes the request); `transport.wait.urlsession.*` the
+    ///   same with FoundationNetworking's `URLSession`.
+    /// - `transport.ratio.<label>`: the libcurl transport's throughput ÷ a bare `URLSession`'s async `data(for:)`,
+    ///   authorized GETs of `/me` in blocks of ``block`` requests per client and round (`sequential`: one caller;
+    ///   `concurrent8`: 8 callers sharing the block), 7 rounds, the clients' order rotating by round; the median of
+    ///   the rounds' ratios, with the lowest and highest. `.vs_easy`: ÷ raw libcurl easy handles (one per caller,
+    ///   each on a thread of its own, reused for its whole block, `curl_easy_perform`), the floor any libcurl client
+    ///   stands on. `transport.nginx.*`: the same against nginx.
+    enum TransportBenchmarks {
+        private static let rounds = 7
+        private static let block = 1000
+
+        static let all = [
+            Benchmark(resultNames: waitNames, run: { try await waiting() }),
+            Benchmark(resultNames: ratioNames, run: { try await ratios() }),
+        ]
+
+        private static let waitNames = [1, 8].flatMap {
+            ["transport.wait.cpu_seconds_per_second.n\($0)", "transport.wait.urlsession.cpu_seconds_per_second.n\($0)"]
+        }
+
+        private static let ratioNames = ["transport", "transport.nginx"].flatMap { prefix in
+            ["sequential", "concurrent8"].flatMap { label in
+                [
+                    "\(prefix).ratio.\(label)", "\(prefix).ratio.\(label).min", "\(prefix).ratio.\(label).max",
+                    "\(prefix).ratio.\(label).vs_easy", "\(prefix).\(label).curl.microseconds",
+                    "\(prefix).\(label).urlsession.microseconds", "\(prefix).\(label).easy.microseconds",
+                ]
+            }
+        }
+
+        // MARK: - Waiting on a silent server
+
+        private static func waiting() async throws -> [BenchResult] {
+            let silent = try SilentListener()
+            defer { silent.close() }
+            var results = [BenchResult]()
+            let unit = "s/s (this process's CPU per second of the wait)"
+            for n in [1, 8] {
+                let client = CurlClient()
+                let calls = (0..<n).map { _ in
+                    Task { _ = try? await client.data(for: URLRequest(url: silent.url)) }
+                }
+                let curl = try await cpuPerSecond(over: .seconds(2))
+                // Still waiting, all of them: a request that failed at once would cost nothing and prove nothing.
+                let waiting = await client.running()
+                guard waiting == n else { throw BenchError("\(waiting) of \(n) requests were waiting, not all") }
+                client.close()
+                for call in calls { await call.value }
+                results.append(
+                    BenchResult(name: "transport.wait.cpu_seconds_per_second.n\(n)", value: curl, unit: unit))
+
+                let session = URLSession(configuration: .ephemeral)
+                let waits = (0..<n).map { _ in
+                    Task { _ = try? await session.data(for: URLRequest(url: silent.url)) }
+                }
+                let foundation = try await cpuPerSecond(over: .seconds(2))
+                session.invalidateAndCancel()
+                for wait in waits { await wait.value }
+                results.append(
+                    BenchResult(
+                        name: "transport.wait.urlsession.cpu_seconds_per_second.n\(n)", value: foundation, unit: unit))
+                BenchLog.note(
+                    "transport.wait n\(n): libcurl \(BenchLog.rounded(curl, 4)) CPU s/s, "
+                        + "URLSession \(BenchLog.rounded(foundation, 3)) CPU s/s")
+            }
+            return results
+        }
+
+        /// The process's CPU time over `duration` of wall time, per second, after a short settling time in which the
+        /// requests connect and send.
+        private static func cpuPerSecond(over duration: Duration) async throws -> Double {
+            try await Task.sleep(for: .milliseconds(300))
+            let (cpu0, wall0) = (processCPUSeconds(), ContinuousClock.now)
+            try await Task.sleep(for: duration)
+            let (cpu1, wall1) = (processCPUSeconds(), ContinuousClock.now)
+            return (cpu1 - cpu0) / Statistics.seconds(wall1 - wall0)
+        }
+
+        private static func processCPUSeconds() -> Double {
+            var usage = rusage()
+            getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+
+        // MARK: - Throughput
+
+        private static func ratios() async throws -> [BenchResult] {
+            var servers = [try await BenchServer.localServer()]
+            if let nginx = try await BenchServer.nginx() {
+                servers.append(nginx)
+            } else {
+                BenchLog.note(
+                    "transport.nginx.*: skipped, nginx is not installed (Debian: apt-get install nginx-light)")
+            }
+            defer { for server in servers { server.stop() } }
+            var results = [BenchResult]()
+            for server in servers {
+                let prefix = server.name == "nginx" ? "transport.nginx" : "transport"
+                for (label, callers) in [("sequential", 1), ("concurrent8", 8)] {
+                    results += try await compare(server: server, prefix: prefix, label: label, callers: callers)
+                }
+            }
+            return results
+        }
+
+        private enum Client: CaseIterable { case curl, urlSession, easy }
+
+        private static func compare(server: BenchServer, prefix: String, label: String, callers: Int) async throws
+            -> [BenchResult]
+        {
+            var authorized = URLRequest(url: server.url("me"))
+            authorized.setValue("Bearer \(BenchServer.token)", forHTTPHeaderField: "Authorization")
+            let request = authorized
+            let curl = CurlClient()
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            let urlSession = URLSession(configuration: configuration)
+            defer {
+                curl.close()
+                urlSession.invalidateAndCancel()
+            }
+            let perCaller = block / callers
+            func run(_ client: Client) async throws -> Duration {
+                let start = ContinuousClock.now
+                switch client {
+                case .curl:
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for _ in 0..<callers {
+                            group.addTask {
+                                for _ in 0..<perCaller { try check(try await curl.data(for: request).1) }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                case .urlSession:
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for _ in 0..<callers {
+                            group.addTask {
+                                for _ in 0..<perCaller { try check(try await urlSession.data(for: request).1) }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                case .easy:
+                    try await EasyCallers.run(request, callers: callers, requestsEach: perCaller)
+                }
+                return ContinuousClock.now - start
+            }
+            for client in Client.allCases { _ = try await run(client) }  // connections made, code warm
+            var versusURLSession = [Double]()
+            var versusEasy = [Double]()
+            var times = [Client: [Double]]()
+            for round in 0..<rounds {
+                var took = [Client: Duration]()
+                let order = Client.allCases
+                for index in 0..<order.count {
+                    let client = order[(index + round) % order.count]
+                    took[client] = try await run(client)
+                }
+                let curlTime = Statistics.seconds(took[.curl]!)
+                versusURLSession.append(Statistics.seconds(took[.urlSession]!) / curlTime)
+                versusEasy.append(Statistics.seconds(took[.easy]!) / curlTime)
+                for (client, duration) in took {
+                    times[client, default: []].append(Statistics.seconds(duration) * 1e6 / Double(block))
+                }
+                BenchLog.note(
+                    "\(prefix).\(label) round \(round + 1)/\(rounds) (\(server.name)): libcurl ÷ URLSession "
+                        + "\(BenchLog.rounded(versusURLSession.last!, 3)), ÷ easy \(BenchLog.rounded(versusEasy.last!, 3))"
+                )
+            }
+            let unit = "x (libcurl transport / bare URLSession async throughput)"
+            return [
+                BenchResult(name: "\(prefix).ratio.\(label)", value: Statistics.median(versusURLSession), unit: unit),
+                BenchResult(
+                    name: "\(prefix).ratio.\(label).min", value: versusURLSession.min()!, unit: "x (lowest round)"),
+                BenchResult(
+                    name: "\(prefix).ratio.\(label).max", value: versusURLSession.max()!, unit: "x (highest round)"),
+                BenchResult(
+                    name: "\(prefix).ratio.\(label).vs_easy", value: Statistics.median(versusEasy),
+                    unit: "x (libcurl transport / raw libcurl easy handles)"),
+                BenchResult(
+                    name: "\(prefix).\(label).curl.microseconds", value: Statistics.median(times[.curl]!),
+                    unit: "µs per request"),
+                BenchResult(
+                    name: "\(prefix).\(label).urlsession.microseconds", value: Statistics.median(times[.urlSession]!),
+                    unit: "µs per request"),
+                BenchResult(
+                    name: "\(prefix).\(label).easy.microseconds", value: Statistics.median(times[.easy]!),
+                    unit: "µs per request"),
+            ]
+        }
+
+        @Sendable private static func check(_ response: URLResponse) throws {
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                throw BenchError("a bench request was not answered 200")
+            }
+        }
+    }
+
+    /// Raw libcurl easy handles, each caller a thread of its own with one handle for all its requests.
+    private enum EasyCallers {
+        static func run(_ request: URLRequest, callers: Int, requestsEach: Int) async throws {
+            let url = request.url!.absoluteString
+            let authorization = "Authorization: " + (request.value(forHTTPHeaderField: "Authorization") ?? "")
+            let failures = Lock(0)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let group = DispatchGroup()
+                for _ in 0..<callers {
+                    group.enter()
+                    let thread = Thread {
+                        defer { group.leave() }
+                        guard let easy = curl_easy_init() else { return failures.withLock { $0 += 1 } }
+                        defer { curl_easy_cleanup(easy) }
+                        var fields: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, authorization)
+                        defer { curl_slist_free_all(fields) }
+                        fields = curl_slist_append(fields, "Expect:")
+                        sk_curl_easy_setopt_pointer(easy, CURLOPT_URL, url)
+                        sk_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, fields)
+                        sk_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+                        sk_curl_easy_setopt_pointer(easy, CURLOPT_ACCEPT_ENCODING, "")
+                        sk_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { _, size, count, _ in
+                            size * count
+                        }
+                        for _ in 0..<requestsEach {
+                            var status = 0
+                            if curl_easy_perform(easy) != CURLE_OK
+                                || sk_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK
+                                || status != 200
+                            {
+                                failures.withLock { $0 += 1 }
+                            }
+                        }
+                    }
+                    thread.start()
+                }
+                group.notify(queue: .global()) { done.resume() }
+            }
+            if failures.withLock({ $0 }) > 0 { throw BenchError("a raw libcurl request failed") }
+        }
+    }
+
+    /// A loopback listener that never accepts: connections complete in the kernel's backlog and requests are
+    /// taken into its buffers, and nothing answers.
+    private struct SilentListener {
+        let descriptor: Int32
+        let url: URL
+
+        init() throws {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0, listen(descriptor, 64) == 0 else { throw BenchError("no silent listener") }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            self.descriptor = descriptor
+            url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/silent")!
+        }
+
+        func close() { _ = Glibc.close(descriptor) }
+    }
+#else
+    /// The libcurl transport is Linux's; Apple platforms keep URLSession and have nothing to compare.
+    enum TransportBenchmarks {
+        static let all: [Benchmark] = []
+    }
+#endif
