@@ -113,6 +113,9 @@ import Testing
             ]), "\(recorder.recorded.map(\.description))")
         let failed = recorder.recorded.first { $0.fields["step"] == "resource:search-index" }
         #expect(failed?.level == .warning)
+        // A step that succeeded is told, not warned about.
+        let deleted = recorder.recorded.first { $0.fields["step"] == "credential_deletion" }
+        #expect(deleted?.level == .info)
     }
 
     /// A revoker that fails, as a provider that is down does.

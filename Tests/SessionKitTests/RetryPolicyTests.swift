@@ -55,6 +55,9 @@ import Testing
         #expect(policy.delay(beforeAttempt: 2, random: 0.5) == .milliseconds(50))
         #expect(policy.delay(beforeAttempt: 3, random: 0.5) == .milliseconds(100))
         #expect(policy.delay(beforeAttempt: 4, random: 0.25) == .milliseconds(100))
+        // A draw outside 0 ..< 1 is clamped into it: never a negative wait, never one past the ceiling.
+        #expect(policy.delay(beforeAttempt: 2, random: -0.5) == .zero)
+        #expect(policy.delay(beforeAttempt: 2, random: 7) == .milliseconds(100))
     }
 
     @Test func withoutJitterEveryWaitIsTheWholeCeiling() {

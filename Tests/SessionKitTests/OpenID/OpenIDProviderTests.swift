@@ -195,6 +195,17 @@ import Testing
         }
     }
 
+    /// A discovery answered 429 or 5xx, its edges included, is an outage to retry later; any other non-200 is a
+    /// refusal of the document.
+    @Test(arguments: [(429, true), (500, true), (599, true), (404, false), (600, false), (204, false)])
+    func aDiscoveryAnswerIsAnOutageOnlyFor429And5xx(status: Int, outage: Bool) async throws {
+        try await Self.withProvider { mock in
+            mock.server.route("GET", "/issuer/.well-known/openid-configuration") { _ in .status(status) }
+            let error = await #expect(throws: SessionError.self) { _ = try await mock.provider().metadata() }
+            #expect(error?.code == (outage ? .providerOutage : .providerMetadataRejected), "\(status)")
+        }
+    }
+
     @Test func metadataIsCachedForItsLifetimeThenFetchedAgain() async throws {
         try await Self.withProvider { mock in
             let clock = ManualClock(wallClock: Date())
