@@ -30,8 +30,16 @@
         private var share: UnsafeMutableRawPointer?
         private var live = [ObjectIdentifier: CurlTransfer]()
 
-        package init() {
+        /// A PEM file of the certificates the client trusts instead of the system's store, if any.
+        private let trustedCertificates: String?
+
+        /// Makes a client.
+        ///
+        /// - Parameter trustedCertificates: A PEM file of certificate authorities to trust instead of the system's
+        ///   store (a private CA); `nil`, the default, verifies servers against the system's store.
+        package init(trustedCertificates: URL? = nil) {
             loop = .shared
+            self.trustedCertificates = trustedCertificates?.path
             guard let share = curl_share_init() else { fatalError("libcurl could not make a share handle") }
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
@@ -81,7 +89,8 @@
         private func prepare(_ request: URLRequest, deadlines: CurlDeadlines) throws(CurlRequestRefusal)
             -> CurlTransferHandle
         {
-            CurlTransferHandle(transfer: try CurlTransfer(request, deadlines: deadlines), loop: loop)
+            CurlTransferHandle(
+                transfer: try CurlTransfer(request, deadlines: deadlines, trusting: trustedCertificates), loop: loop)
         }
 
         /// Hands `handle`'s transfer to the loop, which adds it to the multi handle unless the client was closed or

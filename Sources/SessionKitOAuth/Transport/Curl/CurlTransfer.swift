@@ -35,7 +35,7 @@
         /// - Throws: `CurlRequestRefusal` for a request libcurl must not send as it is (a scheme other than http or
         ///   https, a field with a line break, a body stream).
         init(
-            _ request: URLRequest, deadlines: CurlDeadlines
+            _ request: URLRequest, deadlines: CurlDeadlines, trusting trustedCertificates: String? = nil
         ) throws(CurlRequestRefusal) {
             guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
             else { throw .unsupportedScheme }
@@ -55,7 +55,12 @@
             sk_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
             sk_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
             sk_curl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)
+            // HTTP/2 when the server offers it in the TLS handshake (ALPN), HTTP/1.1 otherwise and in the clear.
             sk_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            // Servers are verified (libcurl's default, stated): the certificate chain and the host name.
+            sk_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+            sk_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+            if let trustedCertificates { sk_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, trustedCertificates) }
             sk_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me)
             if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
                 // Every encoding libcurl decodes, decoded before the body is handed over, as URLSession does.
