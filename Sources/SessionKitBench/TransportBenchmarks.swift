@@ -4,6 +4,7 @@
     import FoundationNetworking
     import SessionKit
     import SessionKitOAuth
+    import SessionKitTesting
 
     /// The libcurl transport (issue 49) beside what it replaces and what it is built on, side by side in one run:
     ///
@@ -24,7 +25,82 @@
         static let all = [
             Benchmark(resultNames: waitNames, run: { try await waiting() }),
             Benchmark(resultNames: ratioNames, run: { try await ratios() }),
+            Benchmark(resultNames: churnNames, run: { try await churn() }),
         ]
+
+        // MARK: - Churn
+
+        private static let churnCycles = 10_000
+        private static let churnNames = [
+            "transport.churn.descriptors_kept", "transport.churn.rss_growth_kib", "transport.churn.seconds",
+        ]
+
+        /// 10,000 clients, as many sessions would make and end them: each starts four transfers (one waiting on a
+        /// silent server, one to a refused port, one that meets its first-byte deadline, one whose server closes
+        /// mid-body) and is closed at once, the first transfers still in flight. Every transfer must complete
+        /// (the process must not crash); what is counted is the descriptors and resident memory left after, beside
+        /// a first thousand cycles that warm every allocator.
+        private static func churn() async throws -> [BenchResult] {
+            let silent = try SilentListener()
+            defer { silent.close() }
+            let refused = try SilentListener()
+            let refusedURL = refused.url
+            refused.close()
+            // Not recording requests: the log would grow with the cycles and read as the transport's memory.
+            let server = try await LocalServer.start(configuration: .init(recordsRequests: false)) { request in
+                request.path == "/cut"
+                    ? LocalServer.Response.text(String(repeating: "x", count: 4096)).failing(with: .truncatedBody)
+                    : .notFound
+            }
+            defer { Task { await server.stop() } }
+            let cut = server.url("/cut")
+            func cycles(_ count: Int) async throws {
+                for _ in 0..<count {
+                    let client = CurlClient()
+                    let (answers, answered) = AsyncStream<URLError.Code?>.makeStream()
+                    let requests: [(URL, CurlDeadlines)] = [
+                        (refusedURL, CurlDeadlines()), (silent.url, CurlDeadlines(firstByte: .milliseconds(1))),
+                        (cut, CurlDeadlines()), (silent.url, CurlDeadlines()),
+                    ]
+                    for (url, deadlines) in requests {
+                        try client.start(URLRequest(url: url), deadlines: deadlines) { result in
+                            if case .failure(let error) = result {
+                                answered.yield(error.code)
+                            } else {
+                                answered.yield(nil)
+                            }
+                        }
+                    }
+                    // The refusal, the deadline and the cut body run their course; the silent one is in flight at
+                    // the close.
+                    var codes = [URLError.Code?]()
+                    for await code in answers {
+                        codes.append(code)
+                        if codes.count == requests.count - 1 { client.close() }
+                        if codes.count == requests.count { break }
+                    }
+                    guard codes.allSatisfy({ $0 != nil }), codes.last == .cancelled else {
+                        throw BenchError("a churned transfer ended as \(codes), not as a failure with the close last")
+                    }
+                }
+            }
+            try await cycles(1_000)
+            let descriptors = ResidentMemory.openDescriptors() ?? 0
+            let resident = ResidentMemory.bytes() ?? 0
+            let start = ContinuousClock.now
+            try await cycles(churnCycles)
+            let seconds = Statistics.seconds(ContinuousClock.now - start)
+            let kept = (ResidentMemory.openDescriptors() ?? 0) - descriptors
+            let growth = Double((ResidentMemory.bytes() ?? 0) - resident) / 1024
+            BenchLog.note(
+                "transport.churn: \(churnCycles) clients × 4 transfers in \(BenchLog.rounded(seconds, 1)) s, "
+                    + "\(kept) descriptors kept, resident memory \(BenchLog.rounded(growth, 0)) KiB more")
+            return [
+                BenchResult(name: "transport.churn.descriptors_kept", value: Double(kept), unit: "descriptors"),
+                BenchResult(name: "transport.churn.rss_growth_kib", value: growth, unit: "KiB over 10,000 clients"),
+                BenchResult(name: "transport.churn.seconds", value: seconds, unit: "s for 10,000 clients"),
+            ]
+        }
 
         private static let waitNames = [1, 8].flatMap {
             ["transport.wait.cpu_seconds_per_second.n\($0)", "transport.wait.urlsession.cpu_seconds_per_second.n\($0)"]
