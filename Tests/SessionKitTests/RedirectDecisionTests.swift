@@ -78,6 +78,10 @@ import Testing
         #expect(Origin(scheme: "https", host: "example.com", port: 0) == nil)
         #expect(Origin(scheme: "https", host: "example.com", port: 65536) == nil)
         #expect(Origin(scheme: "HTTPS", host: "Example.COM", port: 443)?.description == "https://example.com")
+        // Every capital is lowered, the last letter's too (a host whose only capital is Z).
+        #expect(
+            Origin(scheme: "https", host: "Zz.example", port: 443)
+                == Origin(scheme: "https", host: "zz.example", port: 443))
         #expect(Origin(scheme: "http", host: "[::1]", port: 8080)?.description == "http://[::1]:8080")
         // Only the scheme's own default port goes unwritten: a port below it or above it is another origin, and its
         // name (which keys the DPoP nonces an origin gave and names it in diagnostics) says so.
