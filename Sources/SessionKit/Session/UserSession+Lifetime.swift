@@ -397,7 +397,12 @@ extension SessionError {
 /// A `data(for:)` call in flight, as the session's registry holds it: its task, for `end()` to cancel, and the
 /// right to answer its caller, for `end()` to answer first.
 struct InFlightRequest: Sendable, CarriesSessionTask {
-    let sessionTask: URLSessionTask
+    /// Its URLSession task, when it runs on the session's URLSession.
+    let sessionTask: URLSessionTask?
+    #if os(Linux)
+        /// Its libcurl transfer, when it runs on the session's libcurl client.
+        var transfer: CurlTransferHandle? = nil
+    #endif
     let answer: TaskAnswer<DataCompletion>
 }
 

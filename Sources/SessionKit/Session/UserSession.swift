@@ -31,6 +31,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// The session's private HTTP cache (<doc:Caching>): no other session can read it, and ``end()`` empties it.
     package let cache: ResponseCache
     let urlSession: URLSession
+    #if os(Linux)
+        /// The session's libcurl client, when the data route runs on libcurl (``TransportChoice``): its connections,
+        /// TLS sessions and cookies are this session's alone, and `end()` closes it.
+        let curl: CurlClient? = TransportChoice.process == .libcurl ? CurlClient() : nil
+    #endif
     let vault: CredentialVault?
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
@@ -213,6 +218,15 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         // transfers. A response that still arrives meanwhile is dropped: the call was answered already, and
         // `data(for:)` checks `isActive` after every answer anyway.
         let requests = ended.requests
+        #if os(Linux)
+            if let curl {
+                // Answered first, as on the URLSession route; then every transfer fails at once, on the loop.
+                for request in requests.values where request.transfer != nil {
+                    request.answer.resume(throwing: SessionError.ended)
+                }
+                curl.close()
+            }
+        #endif
         urlSession.cancelWithoutRacingCompletion(
             requests.values, thenInvalidate: true, closing: creation,
             first: { for request in requests.values { request.answer.resume(throwing: SessionError.ended) } })

@@ -123,7 +123,7 @@ package struct TaskAnswer<Value: Sendable>: Sendable {
     package let handle: RequestHandle
     private let continuation: UnsafeContinuation<Value, any Error>
 
-    fileprivate init(_ handle: RequestHandle, _ continuation: UnsafeContinuation<Value, any Error>) {
+    package init(_ handle: RequestHandle, _ continuation: UnsafeContinuation<Value, any Error>) {
         self.handle = handle
         self.continuation = continuation
     }

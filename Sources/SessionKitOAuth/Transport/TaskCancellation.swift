@@ -50,7 +50,7 @@ extension URLSession {
         if let endings {
             endings.async { [self] in
                 first?()
-                for task in tasks { task.sessionTask.cancel() }
+                for task in tasks { task.sessionTask?.cancel() }
                 if invalidate {
                     gate?.withExclusiveLock { $0 = false }
                     finishTasksAndInvalidate()
@@ -61,11 +61,11 @@ extension URLSession {
         precondition(delegateQueue.maxConcurrentOperationCount == 1, "the delegate queue must be serial")
         delegateQueue.addOperation { [self] in
             first?()
-            for task in tasks { task.sessionTask.cancel() }
+            for task in tasks { task.sessionTask?.cancel() }
             // Each read waits until the task's work queue has run everything queued before it: the first pass the
             // first hop of each cancellation, the second pass the second hop, which the first hop queued.
-            for task in tasks { _ = task.sessionTask.priority }
-            for task in tasks { _ = task.sessionTask.priority }
+            for task in tasks { _ = task.sessionTask?.priority }
+            for task in tasks { _ = task.sessionTask?.priority }
             if invalidate {
                 gate?.withExclusiveLock { $0 = false }
                 finishTasksAndInvalidate()
@@ -79,10 +79,11 @@ extension URLSession {
 /// `values.lazy.map(\.task)` would make the call itself cost time in proportion to the tasks, on the thread that
 /// ends the session, which must not wait for what is in flight.
 package protocol CarriesSessionTask {
-    /// The task to cancel.
-    var sessionTask: URLSessionTask { get }
+    /// The task to cancel; `nil` for an entry whose work is not a task of this session (a libcurl transfer,
+    /// which its own client cancels).
+    var sessionTask: URLSessionTask? { get }
 }
 
 extension URLSessionTask: CarriesSessionTask {
-    package var sessionTask: URLSessionTask { self }
+    package var sessionTask: URLSessionTask? { self }
 }

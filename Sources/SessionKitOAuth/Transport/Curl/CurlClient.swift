@@ -44,6 +44,8 @@
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+            // No cookie engine: a request carries the `Cookie` field its sender wrote, and `Set-Cookie` is handed
+            // back as a field. A session keeps its cookies in one jar whichever transport sends a request.
             self.share = share
         }
 
@@ -86,7 +88,7 @@
         }
 
         /// Makes a transfer for `request`, not started.
-        private func prepare(_ request: URLRequest, deadlines: CurlDeadlines) throws(CurlRequestRefusal)
+        package func prepare(_ request: URLRequest, deadlines: CurlDeadlines) throws(CurlRequestRefusal)
             -> CurlTransferHandle
         {
             CurlTransferHandle(
@@ -94,8 +96,8 @@
         }
 
         /// Hands `handle`'s transfer to the loop, which adds it to the multi handle unless the client was closed or
-        /// the transfer cancelled first.
-        private func start(
+        /// the transfer cancelled first. A handle is started once.
+        package func start(
             _ handle: CurlTransferHandle,
             completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), URLError>) -> Void
         ) {
