@@ -105,6 +105,26 @@ package final class LoopbackNginx {
         throw Failure(description: "nginx did not start: \(lastError.suffix(2000))")
     }
 
+    /// The top of every configuration here: one process in the foreground, its pid and error log in the prefix
+    /// `root`, `connections` per worker.
+    package static func mainDirectives(root: String, connections: Int = 256) -> String {
+        """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(root)/nginx.pid;
+        error_log \(root)/error.log warn;
+        events { worker_connections \(connections); }
+        """
+    }
+
+    /// The `http` block's temporary folders, all in the prefix `root` (its `tmp` subdirectory), indented for it.
+    package static func temporaryPaths(root: String) -> String {
+        ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map { kind in
+            "  \(kind)_temp_path \(root)/tmp/\(kind == "client_body" ? "body" : kind);"
+        }.joined(separator: "\n")
+    }
+
     /// The lines of the log `name` in the prefix, each split at tabs; lines with another count of fields are left
     /// out.
     package func log(_ name: String, fields count: Int) -> [[String]] {

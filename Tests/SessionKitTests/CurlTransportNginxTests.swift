@@ -72,19 +72,10 @@
                 configuration: { directory, ports in
                     let root = directory.path
                     return """
-                        daemon off;
-                        master_process off;
-                        worker_processes 1;
-                        pid \(root)/nginx.pid;
-                        error_log \(root)/error.log warn;
-                        events { worker_connections 64; }
+                        \(LoopbackNginx.mainDirectives(root: root, connections: 64))
                         http {
                           access_log off;
-                          client_body_temp_path \(root)/tmp/body;
-                          proxy_temp_path \(root)/tmp/proxy;
-                          fastcgi_temp_path \(root)/tmp/fastcgi;
-                          uwsgi_temp_path \(root)/tmp/uwsgi;
-                          scgi_temp_path \(root)/tmp/scgi;
+                        \(LoopbackNginx.temporaryPaths(root: root))
                           server {
                             listen 127.0.0.1:\(ports[0]);
                             listen [::1]:\(ports[0]);

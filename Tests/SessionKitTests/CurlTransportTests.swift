@@ -17,6 +17,16 @@
             return request
         }
 
+        /// Routes `GET path` to an answer held until the returned gate opens: a server that is silent meanwhile.
+        static func routeHeld(_ server: LocalServer, _ path: String) -> Gate {
+            let gate = Gate()
+            server.route("GET", path) { _ in
+                await gate.wait()
+                return .text("late")
+            }
+            return gate
+        }
+
         /// What `data(for:)` threw, as the `URLError` code it must be.
         static func failure(_ work: () async throws -> Void) async -> URLError.Code? {
             do {
@@ -144,11 +154,7 @@
 
         @Test func aFirstByteDeadlineEndsAWaitOnASilentServer() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/silent") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = Self.routeHeld(server, "/silent")
                 defer { gate.open() }
                 let client = CurlClient()
                 defer { client.close() }
@@ -184,11 +190,7 @@
 
         @Test func cancellingTheCallerCancelsTheTransfer() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/held") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = Self.routeHeld(server, "/held")
                 defer { gate.open() }
                 let client = CurlClient()
                 defer { client.close() }
@@ -205,11 +207,7 @@
         /// A session's end: every transfer in flight fails with `cancelled` at once, and so does one started after.
         @Test func closingFailsEveryTransferInFlightAndEveryLaterOne() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/held") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = Self.routeHeld(server, "/held")
                 defer { gate.open() }
                 let client = CurlClient()
                 let calls = (0..<8).map { _ in
@@ -264,11 +262,7 @@
         /// Clients made and closed with transfers in flight leave no descriptor behind.
         @Test(.timeLimit(.minutes(TimeLimit.heavy))) func churnKeepsNoDescriptor() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/held") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = Self.routeHeld(server, "/held")
                 server.route("GET", "/ok") { _ in .text("ok") }
                 defer { gate.open() }
                 // The loop's own descriptors exist before the count is taken.

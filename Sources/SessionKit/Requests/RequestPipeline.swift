@@ -411,8 +411,13 @@ extension UserSession {
             if let id { lifetime(.forget(id)) }
             throw error
         }
-        // Forgotten, and the session's end checked, under one lock: a response that arrives after `end()` is never
-        // handed over.
+        return try handOver(answered, registeredAs: id)
+    }
+
+    /// Forgets a finished attempt and checks the session's end, under one lock: a response that arrives after
+    /// `end()` is never handed over. Then checks the answer is HTTP.
+    private func handOver(_ answered: DataCompletion, registeredAs id: Int?) throws -> (DataCompletion, HTTPURLResponse)
+    {
         guard lifetime(.complete(id)).flag else { throw SessionError.ended }
         guard let http = answered.response as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "the answer was not an HTTP response")
@@ -521,11 +526,7 @@ extension UserSession {
                 if let id { lifetime(.forget(id)) }
                 throw error
             }
-            guard lifetime(.complete(id)).flag else { throw SessionError.ended }
-            guard let http = answered.response as? HTTPURLResponse else {
-                throw SessionError(.malformedResponse, "the answer was not an HTTP response")
-            }
-            return (answered, http)
+            return try handOver(answered, registeredAs: id)
         }
     }
 #endif

@@ -98,20 +98,11 @@ final class NginxProxy {
                 """
         }
         return """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(root)/nginx.pid;
-            error_log \(root)/error.log warn;
-            events { worker_connections 256; }
+            \(LoopbackNginx.mainDirectives(root: root, connections: 256))
             http {
               log_format truth '$uri\t$args\t$http_authorization\t$upstream_cache_status\t$sent_http_x_user\t$http_range\t$status';
               access_log \(root)/access.log truth;
-              client_body_temp_path \(root)/tmp/body;
-              proxy_temp_path \(root)/tmp/proxy;
-              fastcgi_temp_path \(root)/tmp/fastcgi;
-              uwsgi_temp_path \(root)/tmp/uwsgi;
-              scgi_temp_path \(root)/tmp/scgi;
+            \(LoopbackNginx.temporaryPaths(root: root))
               proxy_cache_path \(root)/cache/honour keys_zone=honour:1m;
               proxy_cache_path \(root)/cache/ignore keys_zone=ignore:1m;
               server {

@@ -105,19 +105,10 @@ final class NginxRedirector {
             """
         }.joined(separator: "\n")
         return """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(root)/nginx.pid;
-            error_log \(root)/error.log warn;
-            events { worker_connections 256; }
+            \(LoopbackNginx.mainDirectives(root: root, connections: 256))
             http {
               log_format credentials '$request_method\t$request_uri\t$http_authorization\t$http_cookie\t$http_proxy_authorization\t$http_x_api_key\t$http_dpop';
-              client_body_temp_path \(root)/tmp/body;
-              proxy_temp_path \(root)/tmp/proxy;
-              fastcgi_temp_path \(root)/tmp/fastcgi;
-              uwsgi_temp_path \(root)/tmp/uwsgi;
-              scgi_temp_path \(root)/tmp/scgi;
+            \(LoopbackNginx.temporaryPaths(root: root))
               absolute_redirect off;
               server {
                 listen 127.0.0.1:\(ports.a);
