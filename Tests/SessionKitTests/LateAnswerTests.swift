@@ -43,8 +43,11 @@ import Testing
     final class HeldExecutor: TaskExecutor, @unchecked Sendable {
         private let queue = DispatchQueue(label: "LateAnswerTests.held")
         private let count = Lock(0)
+        private let queued = Lock(0)
 
         var enqueued: Int { count.withLock { $0 } }
+        /// Jobs given and not yet run: while the queue is held, the task's next step waits there.
+        var waiting: Int { queued.withLock { $0 } }
 
         func hold() { queue.suspend() }
 
@@ -53,7 +56,11 @@ import Testing
         func enqueue(_ job: consuming ExecutorJob) {
             let job = UnownedJob(job)
             count.withLock { $0 += 1 }
-            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+            queued.withLock { $0 += 1 }
+            queue.async {
+                self.queued.withLock { $0 -= 1 }
+                job.runSynchronously(on: self.asUnownedTaskExecutor())
+            }
         }
     }
 
@@ -82,8 +89,11 @@ import Testing
                 executor.hold()
                 let before = executor.enqueued
                 gate.open()
-                // The answer has come: its caller's resumption waits in the held queue.
-                #expect(await eventually(within: .seconds(30)) { executor.enqueued > before })
+                // The answer has come: its caller's resumption waits in the held queue. (A kind whose caller took a
+                // step between the request's arrival and the hold has that step waiting there instead, and the answer
+                // cannot enqueue another: the task is already waiting. Its answer, whenever it comes, still meets
+                // the end first.)
+                #expect(await eventually(within: .seconds(30)) { executor.enqueued > before || executor.waiting > 0 })
                 session.end()
                 executor.release()
                 switch await call.result {
