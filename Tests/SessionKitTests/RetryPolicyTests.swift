@@ -1,8 +1,13 @@
+import Foundation
 import SessionKitTesting
 import Testing
 
 @testable import SessionKit
 @testable import SessionKitOAuth
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RetryPolicyTests {
     /// A short set of statuses is scanned and a long one hashed: both answer only for their own members.
@@ -47,6 +52,24 @@ import Testing
         #expect(policy.delay(beforeAttempt: 32, random: 0) == .nanoseconds(1 << 30))
         #expect(policy.delay(beforeAttempt: 33, random: 0) == .nanoseconds(1 << 30))
         #expect(policy.delay(beforeAttempt: .max, random: 0) == .nanoseconds(1 << 30))
+    }
+
+    /// RFC 9110 §9.2.2: the idempotent methods may be sent again without the caller's say-so; any other only with
+    /// an `Idempotency-Key`.
+    @Test func onlyIdempotentMethodsOrKeyedRequestsAreReplayable() {
+        func request(_ method: String, key: String? = nil) -> URLRequest {
+            var request = URLRequest(url: URL(string: "https://api.example/r")!)
+            request.httpMethod = method
+            request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+            return request
+        }
+        for method in ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE", "delete"] {
+            #expect(RetryPolicy.isReplayable(request(method)), "\(method)")
+        }
+        for method in ["POST", "PATCH", "CONNECT", ""] {
+            #expect(!RetryPolicy.isReplayable(request(method)), "\(method)")
+            #expect(RetryPolicy.isReplayable(request(method, key: "k-1")), "\(method) with a key")
+        }
     }
 
     @Test func fullJitterDrawsBelowTheDoublingCeiling() {
