@@ -34,6 +34,8 @@ extension UserSession {
         /// Where the session, and a ``SessionManager`` given this configuration, send their ``DiagnosticEvent``s;
         /// `nil` (the default) sends none.
         public var diagnostics: Diagnostics?
+        /// The transport the session's data route runs on (``TransportChoice``): the process's choice unless set.
+        package var transport: TransportChoice = .process
         /// Tests only: runs between a request's or a transfer's task creation and its start, so a test can end the
         /// session in exactly that window. `nil` (one branch per request) everywhere else.
         var beforeStart: (@Sendable (UserSession) -> Void)?

@@ -34,7 +34,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     #if os(Linux)
         /// The session's libcurl client, when the data route runs on libcurl (``TransportChoice``): its connections,
         /// TLS sessions and cookies are this session's alone, and `end()` closes it.
-        let curl: CurlClient? = TransportChoice.process == .libcurl ? CurlClient() : nil
+        let curl: CurlClient?
     #endif
     let vault: CredentialVault?
     let ledger: WriteLedger?
@@ -131,6 +131,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             self.urlSession = URLSession(
                 configuration: urlConfiguration, delegate: RedirectRefusal.shared,
                 delegateQueue: ImmediateDelegateQueue())
+            #if os(Linux)
+                self.curl = configuration.transport == .libcurl ? CurlClient() : nil
+            #endif
         #else
             self.urlSession = URLSession(
                 configuration: urlConfiguration, delegate: RedirectRefusal.shared, delegateQueue: nil)

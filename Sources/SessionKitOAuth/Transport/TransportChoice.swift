@@ -1,6 +1,7 @@
 import Foundation
 
-/// Which transport a session's requests run on in this process.
+/// Which transport a session's requests run on: the process's choice (``process``), or a session's own
+/// (`UserSession.Configuration.transport`, for tests that must exercise one whatever the process chose).
 ///
 /// On Linux the environment chooses, read once: `SESSIONKIT_TRANSPORT=libcurl` runs the data route on the libcurl
 /// transport (`CurlClient`), anything else on FoundationNetworking's `URLSession`. Apple platforms always use

@@ -1,0 +1,95 @@
+#if os(Linux)
+    import Foundation
+    import FoundationNetworking
+    import SessionKitTesting
+    import Testing
+
+    @testable import SessionKit
+    @testable import SessionKitOAuth
+
+    /// A session's data route on the libcurl transport, chosen per session so that it runs in every pass of
+    /// `scripts/test` (the whole suite runs on it again with `SESSIONKIT_TRANSPORT=libcurl`): the session's one
+    /// cookie jar, its end, and its deadline.
+    @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CurlDataRouteTests {
+        static let alice = Account(issuer: "https://curl.sessionkit.invalid", subject: "alice")
+
+        static func session(requestTimeout: Duration = .seconds(30)) -> UserSession {
+            var configuration = UserSession.Configuration(requestTimeout: requestTimeout, retryPolicy: .never)
+            configuration.transport = .libcurl
+            return UserSession(
+                account: alice,
+                tokens: TokenSet(accessToken: "token-alice", refreshToken: "refresh-alice", lifetime: .seconds(3600)),
+                configuration: configuration)
+        }
+
+        @Test func theRouteIsLibcurl() {
+            let session = Self.session()
+            defer { session.end() }
+            #expect(session.curl != nil)
+        }
+
+        /// A cookie the server sets is kept in the session's jar and sent back, after the request's own `Cookie`;
+        /// another session's jar never has it.
+        @Test func cookiesAreKeptInTheSessionsJarAndSentBack() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/set") { _ in .text("set", headers: [("Set-Cookie", "sid=alice-cookie; Path=/")]) }
+                server.route("GET", "/echo") { request in .text(request.header("Cookie") ?? "none") }
+                let session = Self.session()
+                let other = Self.session()
+                defer {
+                    session.end()
+                    other.end()
+                }
+                _ = try await session.data(for: URLRequest(url: server.url("/set")))
+                let (sent, _) = try await session.data(for: URLRequest(url: server.url("/echo")))
+                #expect(String(decoding: sent, as: UTF8.self) == "sid=alice-cookie")
+                var written = URLRequest(url: server.url("/echo"))
+                written.setValue("app=1", forHTTPHeaderField: "Cookie")
+                let (both, _) = try await session.data(for: written)
+                #expect(String(decoding: both, as: UTF8.self) == "app=1; sid=alice-cookie")
+                let (none, _) = try await other.data(for: URLRequest(url: server.url("/echo")))
+                #expect(String(decoding: none, as: UTF8.self) == "none")
+                #expect(server.requests.filter { $0.path == "/echo" }.allSatisfy { $0.bearerToken == "token-alice" })
+            }
+        }
+
+        /// `end()` answers a request in flight with `sessionEnded` at once, and its transfer stops.
+        @Test func endAnswersARequestInFlightAndStopsItsTransfer() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/held") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                defer { gate.open() }
+                let session = Self.session()
+                let call = Task { try await session.data(for: URLRequest(url: server.url("/held"))) }
+                await gate.waitForArrivals(1)
+                #expect(session.requestsInFlight == 1)
+                session.end()
+                let error = await #expect(throws: SessionError.self) { try await call.value }
+                #expect(error?.code == .sessionEnded)
+                #expect(await session.curl?.running() == 0)
+                #expect(session.requestsInFlight == 0)
+            }
+        }
+
+        /// The request timeout is the transfer's whole-request deadline.
+        @Test func theRequestTimeoutEndsASilentServersWait() async throws {
+            try await LocalServer.withRunning { server in
+                let gate = Gate()
+                server.route("GET", "/held") { _ in
+                    await gate.wait()
+                    return .text("late")
+                }
+                defer { gate.open() }
+                let session = Self.session(requestTimeout: .milliseconds(300))
+                defer { session.end() }
+                let error = await #expect(throws: SessionError.self) {
+                    try await session.data(for: URLRequest(url: server.url("/held")))
+                }
+                #expect(error?.code == .timedOut)
+            }
+        }
+    }
+#endif
