@@ -386,6 +386,19 @@ extension UserSession.Lifetime {
     }
 }
 
+extension UserSession {
+    /// Keeps a response's `DPoP-Nonce` for its origin (RFC 9449 §9), and says whether the response refused the
+    /// proof for its nonce (`401` with `WWW-Authenticate: DPoP error="use_dpop_nonce"`) and gave a new one.
+    func noteDPoPNonce(of response: HTTPURLResponse, for url: URL?) -> Bool {
+        guard let nonce = response.value(forHTTPHeaderField: "DPoP-Nonce"), !nonce.isEmpty,
+            url.flatMap(Origin.init) != nil
+        else { return false }
+        lifetime(.noteNonce(nonce, for: url))
+        return response.statusCode == 401
+            && DPoPProof.asksForNonce(response.value(forHTTPHeaderField: "WWW-Authenticate"))
+    }
+}
+
 extension SessionError {
     /// What anything asked of a session after its end fails with.
     static var ended: SessionError { SessionError(.sessionEnded, "the session has ended") }
