@@ -137,6 +137,18 @@ final class RotatingResource: Sendable {
         }
     }
 
+    /// A token endpoint of the app's own that throws something other than a `SessionError` fails the refresh as
+    /// `networkUnavailable`, once: it is not presented again in a loop.
+    @Test func anEndpointsOwnErrorFailsTheRefreshOnce() async throws {
+        struct Unplugged: Error {}
+        let endpoint = ScriptedTokenEndpoint { _, _ in throw Unplugged() }
+        let session = UserSession(account: alice, tokens: tokens("alice"), tokenEndpoint: endpoint)
+        defer { session.end() }
+        let error = await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+        #expect(error?.code == .networkUnavailable)
+        #expect(endpoint.count == 1)
+    }
+
     @Test func invalidGrantIsTerminalAndNotRetried() async throws {
         try await LocalServer.withRunning { server in
             RotatingResource().install(on: server)
