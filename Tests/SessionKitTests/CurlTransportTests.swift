@@ -204,14 +204,38 @@
             }
         }
 
+        /// A caller cancelled before its transfer reaches the loop never has it sent: the cancellation is handed over
+        /// first, and the start finds the transfer cancelled.
+        @Test func aCallerCancelledBeforeTheStartSendsNothing() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/never") { _ in .text("sent") }
+                let client = CurlClient()
+                defer { client.close() }
+                let code = await Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    return await Self.failure { _ = try await client.data(for: Self.request(server.url("/never"))) }
+                }.value
+                #expect(code == .cancelled)
+                // A fence: a request sent after it has its answer, so the cancelled one would have arrived first.
+                _ = try await client.data(for: Self.request(server.url("/never")))
+                #expect(server.requests.filter { $0.path == "/never" }.count == 1)
+            }
+        }
+
         /// A session's end: every transfer in flight fails with `cancelled` at once, and so does one started after.
         @Test func closingFailsEveryTransferInFlightAndEveryLaterOne() async throws {
             try await LocalServer.withRunning { server in
                 let gate = Self.routeHeld(server, "/held")
                 defer { gate.open() }
                 let client = CurlClient()
+                // The deadline only bounds the test should the close not fail them: they would end `timedOut`.
+                let bounded = CurlDeadlines(whole: .seconds(10))
                 let calls = (0..<8).map { _ in
-                    Task { await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) } }
+                    Task {
+                        await Self.failure {
+                            _ = try await client.data(for: Self.request(server.url("/held")), deadlines: bounded)
+                        }
+                    }
                 }
                 await gate.waitForArrivals(8)
                 client.close()
