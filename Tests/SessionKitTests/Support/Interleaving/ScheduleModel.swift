@@ -277,7 +277,10 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
             state.refreshCalls[owner, default: []].append((ContinuousClock.now, nil))
             return state.refreshCalls[owner, default: []].count - 1
         }
-        defer {
+        // When the call returned, for `checkProofs`: set when it answered, or when it threw without sending. A call
+        // that threw from its exchange (cancelled at the session's end, or failed below HTTP) stays "in flight": its
+        // request may still be on the wire, and the server can read it after the call returned.
+        let returned = { [model] in
             if let owner, let call {
                 model.state.withLock { $0.refreshCalls[owner]?[call].returned = ContinuousClock.now }
             }
@@ -293,19 +296,24 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
         }
         switch model.takeScript(for: owner) {
         case .transient?:
+            returned()
             throw SessionError(.providerOutage, "scripted outage", statusCode: 503)
         case .rejected?:
+            returned()
             throw SessionError(.refreshRejected, "scripted invalid_grant", statusCode: 400, oauthError: "invalid_grant")
         case .hold(let gate)?:
             await gate.wait()
         case .holdAnswer(let gate)?:
             let fresh = try await send()
             await gate.wait()
+            returned()
             return answer(fresh, presenting: refreshToken)
         case nil:
             break
         }
-        return answer(try await send(), presenting: refreshToken)
+        let fresh = try await send()
+        returned()
+        return answer(fresh, presenting: refreshToken)
     }
 
     private func answer(_ fresh: TokenSet, presenting refreshToken: String) -> TokenSet {
