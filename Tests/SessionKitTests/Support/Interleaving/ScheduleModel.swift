@@ -277,9 +277,9 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
             state.refreshCalls[owner, default: []].append((ContinuousClock.now, nil))
             return state.refreshCalls[owner, default: []].count - 1
         }
-        // When the call returned, for `checkProofs`: set when it answered, or when it threw without sending. A call
-        // that threw from its exchange (cancelled at the session's end, or failed below HTTP) stays "in flight": its
-        // request may still be on the wire, and the server can read it after the call returned.
+        // When the call returned, for `checkProofs`: set when it answered or threw, except when its exchange threw
+        // after its session had ended (the end cancels it): that call stays "in flight", since its request may still
+        // be on the wire, and the server can read it after the call returned and before the end marker's handler ran.
         let returned = { [model] in
             if let owner, let call {
                 model.state.withLock { $0.refreshCalls[owner]?[call].returned = ContinuousClock.now }
@@ -290,9 +290,15 @@ struct ScheduleTokenEndpoint: TokenEndpoint {
                 "a refresh of #\(owner)'s DPoP-bound tokens was asked for "
                     + (proofKey == nil ? "without a key" : "with another key"), at: "refresh")
         }
-        let send = { [client] () async throws -> TokenSet in
-            guard let account else { return try await client.refresh(using: refreshToken) }
-            return try await client.refresh(using: refreshToken, for: account, proofKey: proofKey)
+        let send = { [client, model] () async throws -> TokenSet in
+            do {
+                guard let account else { return try await client.refresh(using: refreshToken) }
+                return try await client.refresh(using: refreshToken, for: account, proofKey: proofKey)
+            } catch {
+                let session = owner.flatMap { owner in model.state.withLock { $0.sessions[owner]?.session } }
+                if session?.isActive != false { returned() }
+                throw error
+            }
         }
         switch model.takeScript(for: owner) {
         case .transient?:
