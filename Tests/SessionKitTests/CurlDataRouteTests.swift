@@ -56,11 +56,7 @@
         /// `end()` answers a request in flight with `sessionEnded` at once, and its transfer stops.
         @Test func endAnswersARequestInFlightAndStopsItsTransfer() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/held") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = CurlTransportTests.routeHeld(server, "/held")
                 defer { gate.open() }
                 let session = Self.session()
                 let call = Task { try await session.data(for: URLRequest(url: server.url("/held"))) }
@@ -77,11 +73,7 @@
         /// The request timeout is the transfer's whole-request deadline.
         @Test func theRequestTimeoutEndsASilentServersWait() async throws {
             try await LocalServer.withRunning { server in
-                let gate = Gate()
-                server.route("GET", "/held") { _ in
-                    await gate.wait()
-                    return .text("late")
-                }
+                let gate = CurlTransportTests.routeHeld(server, "/held")
                 defer { gate.open() }
                 let session = Self.session(requestTimeout: .milliseconds(300))
                 defer { session.end() }
