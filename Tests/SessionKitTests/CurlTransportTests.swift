@@ -299,12 +299,17 @@
                     let client = CurlClient()
                     let calls = (0..<2).map { _ in
                         Task {
-                            await Self.failure { _ = try await client.data(for: Self.request(server.url("/held"))) }
+                            await Self.failure {
+                                // Bounded, so that a close that leaves them running fails here by name.
+                                _ = try await client.data(
+                                    for: Self.request(server.url("/held")),
+                                    deadlines: CurlDeadlines(whole: .seconds(10)))
+                            }
                         }
                     }
                     await gate.waitForArrivals((round + 1) * 2)
                     client.close()
-                    for call in calls { #expect(await call.value == .cancelled) }
+                    for call in calls { try #require(await call.value == .cancelled) }
                 }
                 // The server (in this process) closes its side of each cancelled connection when it reads the end.
                 let count = Lock(0)
