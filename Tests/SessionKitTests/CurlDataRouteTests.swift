@@ -53,6 +53,20 @@
             }
         }
 
+        /// A field with a line break would be sent as two fields: refused as the caller's input, nothing sent.
+        @Test func aFieldWithALineBreakIsRefusedAndNothingIsSent() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/r") { _ in .text("sent") }
+                let session = Self.session()
+                defer { session.end() }
+                var request = URLRequest(url: server.url("/r"))
+                request.allHTTPHeaderFields = ["X-Field": "a\r\nX-Injected: 1"]
+                let error = await #expect(throws: SessionError.self) { try await session.data(for: request) }
+                #expect(error?.code == .invalidInput)
+                #expect(server.requests.isEmpty)
+            }
+        }
+
         /// `end()` answers a request in flight with `sessionEnded` at once, and its transfer stops.
         @Test func endAnswersARequestInFlightAndStopsItsTransfer() async throws {
             try await LocalServer.withRunning { server in

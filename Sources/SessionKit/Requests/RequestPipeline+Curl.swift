@@ -27,7 +27,8 @@
             do {
                 transfer = try curl.prepare(outgoing, deadlines: CurlDeadlines(whole: configuration.requestTimeout))
             } catch {
-                throw TransportFailure(underlying: URLError(.badURL), request: request)
+                // Refused before anything was sent: the caller's input, with what was wrong with it.
+                throw SessionError(.invalidInput, "the request cannot be sent as written (\(error))")
             }
             let handle = RequestHandle()
             var id: Int?
