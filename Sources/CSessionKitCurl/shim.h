@@ -11,6 +11,7 @@
 typedef size_t (*sk_curl_data_callback)(char *, size_t, size_t, void *);
 typedef int (*sk_curl_socket_callback)(CURL *, curl_socket_t, int, void *, void *);
 typedef int (*sk_curl_timer_callback)(CURLM *, long, void *);
+typedef int (*sk_curl_xferinfo_callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
 
 static inline CURLcode sk_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -27,6 +28,10 @@ static inline CURLcode sk_curl_easy_setopt_pointer(CURL *handle, CURLoption opti
 static inline CURLcode sk_curl_easy_setopt_data_callback(
     CURL *handle, CURLoption option, sk_curl_data_callback value) {
     return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode sk_curl_easy_setopt_xferinfo_callback(CURL *handle, sk_curl_xferinfo_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
 }
 
 static inline CURLcode sk_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

@@ -63,7 +63,8 @@ import Testing
     /// would stop the process. With the delegate queue held, the cancelled download's task must still be running
     /// once the URLSession's work queue has done everything queued before the check; it is cancelled when the
     /// queue is let go.
-    @Test func aCallersCancellationReachesATransferOnlyThroughTheDelegateQueue() async throws {
+    @Test(.enabled(if: TransportChoice.process == .urlSession, "a URLSession's delegate queue"))
+    func aCallersCancellationReachesATransferOnlyThroughTheDelegateQueue() async throws {
         let gate = Gate()
         try await LocalServer.withRunning { server async throws in
             server.route("/held") { _ in

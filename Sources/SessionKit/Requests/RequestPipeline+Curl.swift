@@ -11,25 +11,7 @@
         func send(_ request: URLRequest, on curl: CurlClient, judgingStorability: Bool) async throws -> (
             DataCompletion, HTTPURLResponse
         ) {
-            // The session's one cookie jar (its ephemeral URLSession's storage), as that URLSession uses it: the
-            // stored cookies for the URL are sent, after any `Cookie` the request writes itself, and what the answer
-            // sets is kept. The jar applies domain, path and `Secure`; a hop across origins carries the new origin's
-            // own cookies only, as on the URLSession route.
-            let jar = urlSession.configuration.httpCookieStorage
-            var outgoing = request
-            if let jar, let url = request.url, let cookies = jar.cookies(for: url), !cookies.isEmpty,
-                let stored = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"]
-            {
-                let written = request.value(forHTTPHeaderField: "Cookie").map { $0 + "; " } ?? ""
-                outgoing.setValue(written + stored, forHTTPHeaderField: "Cookie")
-            }
-            let transfer: CurlTransferHandle
-            do {
-                transfer = try curl.prepare(outgoing, deadlines: CurlDeadlines(whole: configuration.requestTimeout))
-            } catch {
-                // Refused before anything was sent: the caller's input, with what was wrong with it.
-                throw SessionError(.invalidInput, "the request cannot be sent as written (\(error))")
-            }
+            let transfer = try prepare(request, on: curl, upload: nil, deadlines: configuration.requestTimeout)
             let handle = RequestHandle()
             var id: Int?
             let answered: DataCompletion
@@ -50,16 +32,7 @@
                         curl.start(transfer) { result in
                             switch result {
                             case .success(let (data, response)):
-                                if let jar, let url = request.url,
-                                    let fields = response.allHeaderFields as? [String: String],
-                                    fields.keys.contains(where: {
-                                        $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame
-                                    })
-                                {
-                                    jar.setCookies(
-                                        HTTPCookie.cookies(withResponseHeaderFields: fields, for: url), for: url,
-                                        mainDocumentURL: nil)
-                                }
+                                self.keepCookies(of: response)
                                 let storable = judgingStorability && ResponseCache.mayStore(response)
                                 answer.resume(
                                     returning: DataCompletion(data: data, response: response, storable: storable))
@@ -76,6 +49,89 @@
                 throw error
             }
             return try handOver(answered, registeredAs: id)
+        }
+
+        /// Makes a transfer for `request` on the session's client, carrying the session's cookies.
+        ///
+        /// The session's one cookie jar (its ephemeral URLSession's storage) is used as that URLSession uses it: the
+        /// stored cookies for the URL are sent, after any `Cookie` the request writes itself, and what an answer
+        /// sets is kept (``keepCookies(of:)``). The jar applies domain, path and `Secure`; a hop across origins
+        /// carries the new origin's own cookies only, as on the URLSession route.
+        ///
+        /// `whole` is the request's deadline; without one the transfer's bytes may not stop moving for
+        /// ``Configuration/requestTimeout`` (what the transfer URLSession's request timeout is).
+        ///
+        /// - Returns: The transfer, not started.
+        /// - Throws: `invalidInput`, naming the reason, for a request the transport refuses: nothing was sent.
+        func prepare(
+            _ request: URLRequest, on curl: CurlClient, upload: CurlUpload?, deadlines whole: Duration? = nil
+        ) throws -> CurlTransferHandle {
+            var outgoing = request
+            if let jar = urlSession.configuration.httpCookieStorage, let url = request.url,
+                let cookies = jar.cookies(for: url), !cookies.isEmpty,
+                let stored = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"]
+            {
+                let written = request.value(forHTTPHeaderField: "Cookie").map { $0 + "; " } ?? ""
+                outgoing.setValue(written + stored, forHTTPHeaderField: "Cookie")
+            }
+            let deadlines =
+                whole != nil ? CurlDeadlines(whole: whole) : CurlDeadlines(idle: configuration.requestTimeout)
+            do {
+                return try curl.prepare(outgoing, deadlines: deadlines, upload: upload)
+            } catch {
+                // Refused before anything was sent: the caller's input, with what was wrong with it.
+                throw SessionError(.invalidInput, "the request cannot be sent as written (\(error))")
+            }
+        }
+
+        /// Keeps the cookies `response` sets in the session's jar.
+        func keepCookies(of response: HTTPURLResponse) {
+            guard let jar = urlSession.configuration.httpCookieStorage, let url = response.url,
+                let fields = response.allHeaderFields as? [String: String],
+                fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame })
+            else { return }
+            let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+            jar.setCookies(cookies, for: url, mainDocumentURL: nil)
+        }
+
+        /// Runs one streaming transfer (an upload, a download, a byte stream) on the session's client, its events
+        /// made by `events` for the call's answer: the transfer route's rules on libcurl.
+        ///
+        /// It starts only while the session is active, else the call throws `sessionEnded` and nothing is sent;
+        /// `end()` closes the client, which fails the transfer with `URLError.cancelled` whether it was running or
+        /// still on its way to the loop. The caller's cancellation cancels it, before or after the start.
+        func stream<Value: Sendable>(
+            _ transfer: CurlTransferHandle, on curl: CurlClient,
+            events makeEvents: (TaskAnswer<Value>) -> TransferEvents
+        ) async throws -> Value {
+            try await withTaskCancellationHandler {
+                try await withUnsafeThrowingContinuation { continuation in
+                    let answer = TaskAnswer<Value>(RequestHandle(), continuation)
+                    let events = makeEvents(answer)
+                    guard isActive else {
+                        answer.resume(throwing: SessionError.ended)
+                        return
+                    }
+                    configuration.beforeStart?(self)
+                    let head = events.response
+                    let streaming = CurlStreamEvents(
+                        head: { [weak self] response in
+                            self?.keepCookies(of: response)
+                            head?(response)
+                        },
+                        data: events.data ?? { _ in },
+                        sent: events.sent)
+                    curl.start(transfer, streaming: streaming) { result in
+                        if case .failure(let error) = result {
+                            events.completed(error)
+                        } else {
+                            events.completed(nil)
+                        }
+                    }
+                }
+            } onCancel: {
+                transfer.cancel()
+            }
         }
     }
 #endif

@@ -40,6 +40,11 @@ extension UserSession {
     private func sendHandedOffOnce(
         _ request: URLRequest, carriesCredentials: Bool
     ) async throws -> (Data, HTTPURLResponse) {
+        #if os(Linux)
+            if let curl {
+                return try await sendHandedOffOnce(request, on: curl, carriesCredentials: carriesCredentials)
+            }
+        #endif
         // Not cancelled by the caller nor by `end()`: a handed-off write runs to its end on a session of its own.
         let (data, response): (Data, URLResponse) = try await TaskBridge.run(
             cancellingThrough: nil, notStarted: SessionError.ended
@@ -80,6 +85,42 @@ extension UserSession {
         }
         return (data, http)
     }
+
+    #if os(Linux)
+        /// One hop of a handed-off write on the session's libcurl client, as a transfer that outlives the client's
+        /// close: started under the lifetime lock while the session is active (with the credential it holds at that
+        /// instant), so that `end()`, which closes the client after, lets it run to its end; the caller's
+        /// cancellation does not reach it.
+        private func sendHandedOffOnce(
+            _ request: URLRequest, on curl: CurlClient, carriesCredentials: Bool
+        ) async throws -> (Data, HTTPURLResponse) {
+            try await withUnsafeThrowingContinuation { continuation in
+                let answer = TaskAnswer<(Data, HTTPURLResponse)>(RequestHandle(), continuation)
+                do {
+                    try lifetime(.credential(at: nil, nonceFor: request.url)) { action in
+                        guard case .credential(let credential?, _, let nonce) = action else { throw SessionError.ended }
+                        var outgoing = request
+                        if carriesCredentials {
+                            try applyCredential(
+                                to: &outgoing, token: credential.token, proofKey: credential.proofKey, nonce: nonce)
+                        }
+                        let transfer = try prepare(outgoing, on: curl, upload: nil)
+                        curl.start(transfer, outlivingClose: true) { [weak self] result in
+                            switch result {
+                            case .success(let (data, response)):
+                                self?.keepCookies(of: response)
+                                answer.resume(returning: (data, response))
+                            case .failure(let error):
+                                answer.resume(throwing: TransportFailure(underlying: error).error(replayable: false))
+                            }
+                        }
+                    }
+                } catch {
+                    answer.resume(throwing: error)
+                }
+            }
+        }
+    #endif
 
     /// A hand-off write's task on `session`, its answer going to `answer`.
     private func handOffTask(

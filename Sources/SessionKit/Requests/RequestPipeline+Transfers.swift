@@ -94,7 +94,8 @@ extension UserSession {
         }
     }
 
-    /// Runs one transfer to its end, its response body going into `body`.
+    /// Runs one transfer to its end, sending `source` (an upload's body; `.none` sends the request's own), its
+    /// response body going into `body`.
     ///
     /// - Returns: The response.
     /// - Throws: `TransportFailure` for a failure below HTTP (a cancellation included), `sessionEnded` when the
@@ -103,10 +104,17 @@ extension UserSession {
         _ request: URLRequest,
         into body: TransferBody,
         progress: (@Sendable (TransferProgress) -> Void)?,
-        make: (URLSession) -> URLSessionTask
+        sending source: TransferSource
     ) async throws -> HTTPURLResponse {
+        #if os(Linux)
+            if let curl {
+                let transfer = try prepare(request, on: curl, upload: source.curlUpload)
+                return try await stream(transfer, on: curl) { (answer: TaskAnswer<HTTPURLResponse>) in
+                    transferEvents(request, into: body, progress: progress, answer: answer) { transfer.cancel() }
+                }
+            }
+        #endif
         guard let transfers = transferSession() else { throw SessionError.ended }
-        let isUpload = !["GET", "HEAD"].contains(HTTPMethod.of(request))
         // A start that `end()` or the caller's cancellation came before is cancelled, and its cancellation, like
         // any, is reported through the task's events (mapped to what it was by the caller's loop).
         return try await TaskBridge.run(
@@ -115,42 +123,62 @@ extension UserSession {
             notStarted: TransportFailure(underlying: URLError(.cancelled), request: request),
             discardUnstarted: { transfers.cancel($0) },
             create: { (answer: TaskAnswer<HTTPURLResponse>) in
-                let handle = answer.handle
-                var events = TransferEvents { [weak self] error in
-                    if let failure = body.failure {
-                        answer.resume(throwing: failure)
-                    } else if let error {
-                        answer.resume(throwing: TransportFailure(underlying: error, request: request))
-                    } else if let answered = body.response, self != nil {
-                        answer.resume(returning: answered)
-                    } else {
-                        answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
-                    }
+                let events = transferEvents(request, into: body, progress: progress, answer: answer) {
+                    if let task = answer.handle.markCancelled() { transfers.cancel(task) }
                 }
-                events.response = { answered in
-                    body.begin(answered)
-                    if !isUpload {
-                        progress?(TransferProgress(completedBytes: body.written, expectedBytes: body.expected))
-                    }
-                }
-                events.data = { [weak self] chunk in
-                    // Nothing is written for a session that has ended: `end()` cancels the task, but chunks
-                    // queued before the cancellation still arrive.
-                    guard self?.isActive == true else { return }
-                    let total = body.append(chunk)
-                    if !isUpload, let total {
-                        progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
-                    }
-                    if total == nil, let task = handle.markCancelled() { transfers.cancel(task) }
-                }
-                if let progress {
-                    events.sent = { total, expected in
-                        progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
-                    }
-                }
-                return try createTransfer(events: events) { urlSession, _, _ in make(urlSession) }.task
+                return try createTransfer(events: events) { urlSession, _, _ in
+                    source.task(for: request, on: urlSession)
+                }.task
             }
         )
+    }
+
+    /// What a transfer hears, on either transport: the head begins `body`, chunks go into it (while the session
+    /// is active), progress is told in order, and the end answers `answer`. `stop` stops the transfer when `body`
+    /// cannot be written.
+    ///
+    /// - Returns: The events, for the transport to report to.
+    private func transferEvents(
+        _ request: URLRequest,
+        into body: TransferBody,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        answer: TaskAnswer<HTTPURLResponse>,
+        stop: @escaping @Sendable () -> Void
+    ) -> TransferEvents {
+        let isUpload = !["GET", "HEAD"].contains(HTTPMethod.of(request))
+        var events = TransferEvents { [weak self] error in
+            if let failure = body.failure {
+                answer.resume(throwing: failure)
+            } else if let error {
+                answer.resume(throwing: TransportFailure(underlying: error, request: request))
+            } else if let answered = body.response, self != nil {
+                answer.resume(returning: answered)
+            } else {
+                answer.resume(throwing: TransportFailure(underlying: URLError(.badServerResponse)))
+            }
+        }
+        events.response = { answered in
+            body.begin(answered)
+            if !isUpload {
+                progress?(TransferProgress(completedBytes: body.written, expectedBytes: body.expected))
+            }
+        }
+        events.data = { [weak self] chunk in
+            // Nothing is written for a session that has ended: `end()` cancels the transfer, but chunks that
+            // arrived before the cancellation are still delivered.
+            guard self?.isActive == true else { return }
+            let total = body.append(chunk)
+            if !isUpload, let total {
+                progress?(TransferProgress(completedBytes: total, expectedBytes: body.expected))
+            }
+            if total == nil { stop() }
+        }
+        if let progress {
+            events.sent = { total, expected in
+                progress(TransferProgress(completedBytes: total, expectedBytes: expected >= 0 ? expected : nil))
+            }
+        }
+        return events
     }
 
     /// Opens a byte stream: one attempt of ``bytes(for:)``, answered when the response's head arrives; the body
@@ -159,9 +187,27 @@ extension UserSession {
     func openStream(
         _ request: URLRequest, replayable: Bool
     ) async throws -> (StreamHandle, HTTPURLResponse) {
+        let (chunks, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        #if os(Linux)
+            if let curl {
+                let transfer = try prepare(request, on: curl, upload: nil)
+                let stream = StreamHandle(bytes: AsyncBytes(chunks: chunks)) { transfer.cancel() }
+                continuation.onTermination = { termination in
+                    if case .cancelled = termination { transfer.cancel() }
+                }
+                do {
+                    let response = try await self.stream(transfer, on: curl) { (head: TaskAnswer<HTTPURLResponse>) in
+                        streamEvents(request, replayable: replayable, head: head, into: continuation)
+                    }
+                    return (stream, response)
+                } catch {
+                    continuation.finish()
+                    throw error
+                }
+            }
+        #endif
         let handle = RequestHandle()
         guard let transfers = transferSession() else { throw SessionError.ended }
-        let (chunks, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
         let stream = StreamHandle(bytes: AsyncBytes(chunks: chunks)) { handle.cancel(in: transfers.urlSession) }
         // The consumer stopped iterating (or dropped the sequence): the transfer has no one to deliver to.
         continuation.onTermination = { termination in
@@ -177,32 +223,7 @@ extension UserSession {
                 transfers.cancel(task)
             },
             create: { (head: TaskAnswer<HTTPURLResponse>) in
-                var events = TransferEvents { [weak self] error in
-                    // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
-                    if head.resume(
-                        throwing: error.map { TransportFailure(underlying: $0, request: request) }
-                            ?? TransportFailure(underlying: URLError(.badServerResponse)))
-                    {
-                        continuation.finish()
-                        return
-                    }
-                    let active = self?.isActive ?? false
-                    if let error {
-                        continuation.finish(
-                            throwing: active
-                                ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
-                                : SessionError.ended)
-                    } else {
-                        continuation.finish()
-                    }
-                }
-                events.response = { answered in
-                    head.resume(returning: answered)
-                }
-                events.data = { [weak self] chunk in
-                    guard self?.isActive == true else { return }
-                    continuation.yield(chunk)
-                }
+                let events = streamEvents(request, replayable: replayable, head: head, into: continuation)
                 do {
                     return try createTransfer(events: events) { urlSession, _, _ in urlSession.dataTask(with: request) }
                         .task
@@ -214,6 +235,73 @@ extension UserSession {
         )
         return (stream, response)
     }
+
+    /// What a byte stream hears, on either transport: the head answers `head`, chunks go to the consumer (while
+    /// the session is active), and the end finishes the stream, or fails the attempt when no head came.
+    ///
+    /// - Returns: The events, for the transport to report to.
+    private func streamEvents(
+        _ request: URLRequest, replayable: Bool, head: TaskAnswer<HTTPURLResponse>,
+        into continuation: AsyncThrowingStream<Data, any Error>.Continuation
+    ) -> TransferEvents {
+        var events = TransferEvents { [weak self] error in
+            // No head arrived: the attempt failed below HTTP, for the loop to map (and maybe retry).
+            if head.resume(
+                throwing: error.map { TransportFailure(underlying: $0, request: request) }
+                    ?? TransportFailure(underlying: URLError(.badServerResponse)))
+            {
+                continuation.finish()
+                return
+            }
+            let active = self?.isActive ?? false
+            if let error {
+                continuation.finish(
+                    throwing: active
+                        ? TransportFailure(underlying: error, request: request).error(replayable: replayable)
+                        : SessionError.ended)
+            } else {
+                continuation.finish()
+            }
+        }
+        events.response = { answered in
+            head.resume(returning: answered)
+        }
+        events.data = { [weak self] chunk in
+            guard self?.isActive == true else { return }
+            continuation.yield(chunk)
+        }
+        return events
+    }
+}
+
+/// The request body a transfer sends, the same on either transport.
+enum TransferSource: Sendable {
+    /// The request's own `httpBody`, if any.
+    case none
+    /// These bytes, streamed.
+    case data(Data)
+    /// The contents of a file, read as they leave.
+    case file(URL)
+
+    /// The URLSession task that sends `request` with this body.
+    func task(for request: URLRequest, on urlSession: URLSession) -> URLSessionTask {
+        switch self {
+        case .none: urlSession.dataTask(with: request)
+        case .data(let body): urlSession.uploadTask(with: request, from: body)
+        case .file(let file): urlSession.uploadTask(with: request, fromFile: file)
+        }
+    }
+
+    #if os(Linux)
+        /// The body as the libcurl transport reads it.
+        var curlUpload: CurlUpload? {
+            switch self {
+            case .none: nil
+            case .data(let body): .data(body)
+            case .file(let file): .file(file)
+            }
+        }
+    #endif
 }
 
 /// A byte stream whose head has arrived, and how to stop its transfer.

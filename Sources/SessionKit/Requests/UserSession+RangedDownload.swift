@@ -40,9 +40,7 @@ extension UserSession {
                 let start = offset
                 let (response, _) = try await sendAuthorized(ranged) { outgoing in
                     try body.rewind(to: start)
-                    let response = try await transfer(outgoing, into: body, progress: progress) { urlSession in
-                        urlSession.dataTask(with: outgoing)
-                    }
+                    let response = try await transfer(outgoing, into: body, progress: progress, sending: .none)
                     return .answer(response, response)
                 }
                 if response.statusCode == 416 && first == nil {

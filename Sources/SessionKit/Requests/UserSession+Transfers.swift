@@ -40,9 +40,7 @@ extension UserSession {
         from body: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws -> (Data, HTTPURLResponse) {
-        try await upload(request, progress: progress) { urlSession, outgoing in
-            urlSession.uploadTask(with: outgoing, from: body)
-        }
+        try await upload(request, progress: progress, sending: .data(body))
     }
 
     /// Sends `request` with the contents of `file` as its body, read from disk as it is sent: a file of any size
@@ -69,24 +67,20 @@ extension UserSession {
             throw SessionError(
                 .invalidInput, "the upload's file is not a readable regular file: \(file.lastPathComponent)")
         }
-        return try await upload(request, progress: progress) { urlSession, outgoing in
-            urlSession.uploadTask(with: outgoing, fromFile: file)
-        }
+        return try await upload(request, progress: progress, sending: .file(file))
     }
 
     /// An upload under ``sendAuthorized(_:attempt:discard:)``'s rules, its answer's body kept in memory.
     private func upload(
         _ request: URLRequest,
         progress: (@Sendable (TransferProgress) -> Void)?,
-        task: (URLSession, URLRequest) -> URLSessionTask
+        sending source: TransferSource
     ) async throws -> (Data, HTTPURLResponse) {
         try await sendAuthorized(request) { outgoing in
             let received = TransferBody.memory()
-            let response = try await transfer(outgoing, into: received, progress: progress) { urlSession in
-                // A 303 (or a 301 or 302 answering a POST) is followed with a GET, which has no body to send.
-                ["GET", "HEAD"].contains(HTTPMethod.of(outgoing))
-                    ? urlSession.dataTask(with: outgoing) : task(urlSession, outgoing)
-            }
+            // A 303 (or a 301 or 302 answering a POST) is followed with a GET, which has no body to send.
+            let sending = ["GET", "HEAD"].contains(HTTPMethod.of(outgoing)) ? .none : source
+            let response = try await transfer(outgoing, into: received, progress: progress, sending: sending)
             return .answer(received.data, response)
         }
     }
@@ -138,9 +132,7 @@ extension UserSession {
         return try await sendAuthorized(request) { outgoing in
             let file = try TransferBody.file(in: self, extension: pathExtension)
             do {
-                let response = try await transfer(outgoing, into: file, progress: progress) { urlSession in
-                    urlSession.dataTask(with: outgoing)
-                }
+                let response = try await transfer(outgoing, into: file, progress: progress, sending: .none)
                 return .answer(try file.finish(), response)
             } catch {
                 file.discard()

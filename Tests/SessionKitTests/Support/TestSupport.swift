@@ -1,6 +1,7 @@
 import Foundation
-import SessionKit
 import SessionKitTesting
+
+@testable import SessionKit
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -61,6 +62,22 @@ func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async
         await Task.yield()
     }
     return true
+}
+
+/// Waits, at most a minute, until no transfer of `session` runs, on whichever transport it uses.
+func transfersStop(in session: UserSession) async -> Bool {
+    #if os(Linux)
+        if let curl = session.curl {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+            while await curl.running() > 0 {
+                if ContinuousClock.now >= deadline || Task.isCancelled { return false }
+                await Task.yield()
+            }
+            return true
+        }
+    #endif
+    guard let transfers = session.madeTransferSession else { return true }
+    return await eventually(within: .seconds(60)) { transfers.inFlight == 0 }
 }
 
 extension SessionError.Code {

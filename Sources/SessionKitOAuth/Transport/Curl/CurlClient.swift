@@ -11,11 +11,48 @@
         package var firstByte: Duration?
         /// From the start until the last byte of the answer.
         package var whole: Duration?
+        /// How long bytes may stop moving either way, at any point (libcurl's low-speed limit of one byte per
+        /// second, so counted in whole seconds, rounded up): what `URLSession`'s `timeoutIntervalForRequest` is.
+        package var idle: Duration?
 
-        package init(connect: Duration? = nil, firstByte: Duration? = nil, whole: Duration? = nil) {
+        package init(
+            connect: Duration? = nil, firstByte: Duration? = nil, whole: Duration? = nil, idle: Duration? = nil
+        ) {
             self.connect = connect
             self.firstByte = firstByte
             self.whole = whole
+            self.idle = idle
+        }
+    }
+
+    /// A request body libcurl reads as it sends, never copied whole: an upload's.
+    package enum CurlUpload: Sendable {
+        /// Bytes held in memory, read from where they are.
+        case data(Data)
+        /// A file, opened when the transfer is made and read as the body leaves.
+        case file(URL)
+    }
+
+    /// What a streaming transfer reports as it runs, on the loop's thread, in order; each must return quickly.
+    ///
+    /// A streaming transfer keeps none of its body: each chunk goes to `data` as it arrives, and its completion
+    /// answers with an empty body.
+    package struct CurlStreamEvents: Sendable {
+        /// The final head of the answer arrived (never a `1xx`), before any byte of its body.
+        package var head: @Sendable (HTTPURLResponse) -> Void
+        /// A chunk of the body arrived, decoded.
+        package var data: @Sendable (Data) -> Void
+        /// Part of the request body left: the bytes sent so far and the total.
+        package var sent: (@Sendable (_ total: Int64, _ expected: Int64) -> Void)?
+
+        package init(
+            head: @escaping @Sendable (HTTPURLResponse) -> Void,
+            data: @escaping @Sendable (Data) -> Void,
+            sent: (@Sendable (_ total: Int64, _ expected: Int64) -> Void)? = nil
+        ) {
+            self.head = head
+            self.data = data
+            self.sent = sent
         }
     }
 
@@ -29,6 +66,7 @@
         // The loop thread's.
         private var share: UnsafeMutableRawPointer?
         private var live = [ObjectIdentifier: CurlTransfer]()
+        private var closed = false
 
         /// A PEM file of the certificates the client trusts instead of the system's store, if any.
         private let trustedCertificates: String?
@@ -87,26 +125,39 @@
             }
         }
 
-        /// Makes a transfer for `request`, not started.
-        package func prepare(_ request: URLRequest, deadlines: CurlDeadlines) throws(CurlRequestRefusal)
-            -> CurlTransferHandle
-        {
-            CurlTransferHandle(
-                transfer: try CurlTransfer(request, deadlines: deadlines, trusting: trustedCertificates), loop: loop)
+        /// Makes a transfer for `request`, not started, sending `upload` (read as it leaves) instead of the request's
+        /// `httpBody` when there is one.
+        ///
+        /// - Returns: The transfer's handle, for ``start(_:streaming:completion:)`` and to cancel it.
+        /// - Throws: `CurlRequestRefusal` for a request the transport does not send, or an upload file it cannot
+        ///   open.
+        package func prepare(
+            _ request: URLRequest, deadlines: CurlDeadlines, upload: CurlUpload? = nil
+        ) throws(CurlRequestRefusal) -> CurlTransferHandle {
+            let transfer = try CurlTransfer(
+                request, deadlines: deadlines, trusting: trustedCertificates, upload: upload)
+            return CurlTransferHandle(transfer: transfer, loop: loop)
         }
 
         /// Hands `handle`'s transfer to the loop, which adds it to the multi handle unless the client was closed or
         /// the transfer cancelled first. A handle is started once.
+        ///
+        /// With `streaming`, the answer goes there as it arrives and `completion` answers with an empty body;
+        /// without, the body is collected for `completion`. A transfer `outlivingClose` (a write handed off to run
+        /// to its end) is not failed by ``close()``, which then frees the share handle after it.
         package func start(
-            _ handle: CurlTransferHandle,
+            _ handle: CurlTransferHandle, streaming: CurlStreamEvents? = nil, outlivingClose: Bool = false,
             completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), URLError>) -> Void
         ) {
             let transfer = handle.transfer
-            // Set before the loop sees the transfer: handing it over orders this write before the loop's reads.
+            // Set before the loop sees the transfer: handing it over orders these writes before the loop's reads.
+            if let streaming { transfer.stream(to: streaming) }
             transfer.completion = { completion($0.map { ($0.data, $0.response) }) }
+            transfer.outlivesClose = outlivingClose
+            // Held by the transfer until it completes: the share handle it uses lives as long as the client.
             transfer.client = self
             loop.perform { [self, transfer] in
-                guard let share, !transfer.cancelled else {
+                guard let share, !closed, !transfer.cancelled else {
                     transfer.finish(with: URLError(.cancelled), loop: loop)
                     return
                 }
@@ -116,22 +167,39 @@
             }
         }
 
-        /// Fails every transfer still running with `cancelled`, at once, and any started later; then frees the share
-        /// handle (its connections close). Returns at once; the transfers complete on the loop's thread.
+        /// Fails every transfer still running with `cancelled`, at once, but those outliving the close, and any
+        /// started later; frees the share handle (its connections close) once the last transfer has completed.
+        /// Returns at once; the transfers complete on the loop's thread.
         package func close() {
             loop.perform { [self] in
-                guard let share else { return }
-                self.share = nil
-                for transfer in Array(live.values) { loop.remove(transfer, failingWith: URLError(.cancelled)) }
+                guard !closed else { return }
+                closed = true
+                for transfer in Array(live.values) where !transfer.outlivesClose {
+                    loop.remove(transfer, failingWith: URLError(.cancelled))
+                }
                 // A transfer handed to the loop but not yet added completes when its turn comes (see `start`).
-                live = [:]
-                curl_share_cleanup(share)
+                freeShareIfIdle()
             }
         }
 
         /// Forgets a transfer that completed; on the loop's thread.
         func forget(_ transfer: CurlTransfer) {
             live[ObjectIdentifier(transfer)] = nil
+            freeShareIfIdle()
+        }
+
+        /// Frees the share handle of a closed client whose last transfer completed (each left it when its easy
+        /// handle was cleaned up); on the loop's thread.
+        private func freeShareIfIdle() {
+            guard closed, live.isEmpty, let share else { return }
+            self.share = nil
+            curl_share_cleanup(share)
+        }
+
+        /// Runs `work` on the transport's loop thread, after everything handed to it before (for tests that hold
+        /// the loop to order events).
+        package static func onLoop(_ work: @escaping @Sendable () -> Void) {
+            CurlEventLoop.shared.perform(work)
         }
 
         /// The number of transfers running; on the loop's thread (for tests, through ``CurlEventLoop``).

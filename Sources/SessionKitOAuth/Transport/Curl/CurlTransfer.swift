@@ -12,8 +12,10 @@
         let url: URL
         /// When the loop fails the transfer with `timedOut` if no byte of an answer has come (monotonic nanoseconds).
         let firstByteDeadline: UInt64?
-        /// The client whose share handle the transfer uses, until it completes.
-        weak var client: CurlClient?
+        /// The client whose share handle the transfer uses, held until it completes.
+        var client: CurlClient?
+        /// Whether the client's ``CurlClient/close()`` lets the transfer run to its end; set before it starts.
+        var outlivesClose = false
 
         /// What the transfer answers, once; set before the loop sees the transfer.
         var completion: ((Result<CurlResponse, URLError>) -> Void)?
@@ -29,19 +31,52 @@
         private var body = Data()
         /// Whether the head of an answer has begun to arrive.
         private(set) var answered = false
+        /// Where the answer goes as it arrives, for a streaming transfer; set before the loop sees the transfer.
+        private var streaming: CurlStreamEvents?
+        /// Whether `streaming` was told the final head.
+        private var headTold = false
+        /// An upload's body: the bytes and how far they were read, or the file's descriptor.
+        private var uploadData: Data?
+        private var uploadOffset = 0
+        private var uploadFile: Int32 = -1
+        /// The request body's bytes reported sent so far.
+        private var reportedSent: Int64 = 0
 
         /// Configures an easy handle for `request`.
         ///
         /// - Throws: `CurlRequestRefusal` for a request libcurl must not send as it is (a scheme other than http or
         ///   https, a field with a line break, a body stream).
         init(
-            _ request: URLRequest, deadlines: CurlDeadlines, trusting trustedCertificates: String? = nil
+            _ request: URLRequest, deadlines: CurlDeadlines, trusting trustedCertificates: String? = nil,
+            upload: CurlUpload? = nil
         ) throws(CurlRequestRefusal) {
             guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
             else { throw .unsupportedScheme }
             guard request.httpBodyStream == nil else { throw .bodyStream }
-            let fieldLines = try Self.fieldLines(of: request)
-            guard let easy = curl_easy_init() else { throw .unavailable }
+            let method = request.httpMethod?.uppercased() ?? "GET"
+            let fieldLines = try Self.fieldLines(
+                of: request, hasBody: upload != nil || request.httpBody != nil, method: method)
+            var uploadSize: Int64?
+            switch upload {
+            case .file(let file):
+                let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+                var status = stat()
+                guard descriptor >= 0 else { throw .unreadableFile }
+                guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                    close(descriptor)
+                    throw .unreadableFile
+                }
+                uploadFile = descriptor
+                uploadSize = Int64(status.st_size)
+            case .data(let data):
+                uploadData = data
+                uploadSize = Int64(data.count)
+            case nil: break
+            }
+            guard let easy = curl_easy_init() else {
+                if uploadFile >= 0 { close(uploadFile) }
+                throw .unavailable
+            }
             self.easy = easy
             self.url = url
             firstByteDeadline = deadlines.firstByte.map { CurlEventLoop.now() + $0.nanoseconds }
@@ -72,23 +107,41 @@
             if let whole = deadlines.whole {
                 sk_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(whole.milliseconds)))
             }
+            if let idle = deadlines.idle {
+                sk_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+                sk_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int((idle.milliseconds + 999) / 1000)))
+            }
+            // A proxy's answer to CONNECT is the proxy's, not the server's: never read as the answer's head.
+            sk_curl_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
 
-            let method = request.httpMethod?.uppercased() ?? "GET"
             let body = request.httpBody
-            switch method {
-            case "GET" where body == nil:
-                sk_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
-            case "HEAD":
-                sk_curl_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
-            default:
+            if let uploadSize {
+                // POST's body machinery under the request's own method, fed by the read callback.
+                sk_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
                 if method != "POST" { sk_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, method) }
-                if method == "POST" || body != nil {
-                    let bytes = body ?? Data()
-                    sk_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
-                    bytes.withUnsafeBytes { raw in
-                        // Copied by libcurl: the request's Data need not outlive this call.
-                        _ = sk_curl_easy_setopt_pointer(
-                            easy, CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                sk_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(uploadSize))
+                sk_curl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION) { bytes, size, count, me in
+                    guard let bytes, let me else { return Int(CURL_READFUNC_ABORT) }
+                    return Unmanaged<CurlTransfer>.fromOpaque(me).takeUnretainedValue()
+                        .readUpload(into: UnsafeMutableRawBufferPointer(start: bytes, count: size * count))
+                }
+                sk_curl_easy_setopt_pointer(easy, CURLOPT_READDATA, me)
+            } else {
+                switch method {
+                case "GET" where body == nil:
+                    sk_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+                case "HEAD":
+                    sk_curl_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+                default:
+                    if method != "POST" { sk_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, method) }
+                    if method == "POST" || body != nil {
+                        let bytes = body ?? Data()
+                        sk_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+                        bytes.withUnsafeBytes { raw in
+                            // Copied by libcurl: the request's Data need not outlive this call.
+                            _ = sk_curl_easy_setopt_pointer(
+                                easy, CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                        }
                     }
                 }
             }
@@ -105,10 +158,29 @@
             sk_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { bytes, size, count, me in
                 guard let bytes, let me else { return 0 }
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(me).takeUnretainedValue()
-                transfer.body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: size * count)
+                let start = UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self)
+                if let streaming = transfer.streaming {
+                    transfer.tellHead()
+                    streaming.data(Data(bytes: start, count: size * count))
+                } else {
+                    transfer.body.append(start, count: size * count)
+                }
                 return size * count
             }
             sk_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        }
+
+        /// Sends the answer to `events` as it arrives instead of collecting it; before the loop sees the transfer.
+        func stream(to events: CurlStreamEvents) {
+            streaming = events
+            guard events.sent != nil else { return }
+            sk_curl_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
+            sk_curl_easy_setopt_xferinfo_callback(easy) { me, _, _, total, sent in
+                guard let me else { return 0 }
+                Unmanaged<CurlTransfer>.fromOpaque(me).takeUnretainedValue().progressed(sent: sent, of: total)
+                return 0
+            }
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(self).toOpaque())
         }
 
         /// Joins the client's share handle; on the loop's thread, since joining changes the share.
@@ -121,10 +193,47 @@
             // transfer that never reached the loop.
             if !cleaned { curl_easy_cleanup(easy) }
             curl_slist_free_all(fields)
+            if uploadFile >= 0 { close(uploadFile) }
         }
 
-        /// The request's fields as libcurl takes them, `Expect:` added so that no body waits for `100 Continue`.
-        private static func fieldLines(of request: URLRequest) throws(CurlRequestRefusal) -> [String] {
+        /// Fills `buffer` with the upload's next bytes; 0 at its end. A file that cannot be read aborts the transfer.
+        private func readUpload(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            if let uploadData {
+                let count = min(buffer.count, uploadData.count - uploadOffset)
+                guard count > 0 else { return 0 }
+                let start = uploadData.startIndex + uploadOffset
+                uploadData.copyBytes(
+                    to: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), from: start..<(start + count))
+                uploadOffset += count
+                return count
+            }
+            while true {
+                let count = read(uploadFile, buffer.baseAddress, buffer.count)
+                if count >= 0 { return count }
+                if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
+            }
+        }
+
+        /// Reports the request body's progress when it moved.
+        private func progressed(sent: curl_off_t, of total: curl_off_t) {
+            guard let report = streaming?.sent, sent > reportedSent else { return }
+            reportedSent = Int64(sent)
+            report(Int64(sent), Int64(total))
+        }
+
+        /// Tells `streaming` the final head, once, before any byte of the body.
+        private func tellHead() {
+            guard let streaming, !headTold, let response = response() else { return }
+            headTold = true
+            streaming.head(response)
+        }
+
+        /// The request's fields as libcurl takes them, `Expect:` added so that no body waits for `100 Continue`, and
+        /// for a body under a method other than POST, `Content-Type:` so that libcurl adds no form type of its own
+        /// (FoundationNetworking adds that type to POST only).
+        private static func fieldLines(
+            of request: URLRequest, hasBody: Bool, method: String
+        ) throws(CurlRequestRefusal) -> [String] {
             var lines = [String]()
             for (name, value) in request.allHTTPHeaderFields ?? [:] {
                 // A line break would end the field and begin another the caller never wrote.
@@ -135,6 +244,9 @@
                 lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
             }
             if request.value(forHTTPHeaderField: "Expect") == nil { lines.append("Expect:") }
+            if hasBody, method != "POST", request.value(forHTTPHeaderField: "Content-Type") == nil {
+                lines.append("Content-Type:")
+            }
             return lines
         }
 
@@ -144,6 +256,8 @@
             answered = true
             var end = raw.count
             while end > 0, raw[end - 1] == UInt8(ascii: "\n") || raw[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            // The blank line that ends a head: a final one (not `1xx`) is the answer's, told before its body.
+            if end == 0, status >= 200 { tellHead() }
             let line = raw[0..<end]
             if line.starts(with: "HTTP/".utf8) {
                 // A new head (after a 100 Continue, or a proxy's CONNECT answer): only the last one is the answer's.
@@ -180,10 +294,20 @@
             guard let completion else { return }
             self.completion = nil
             client?.forget(self)
+            client = nil
             if let error {
                 completion(.failure(error))
                 return
             }
+            guard let response = response() else {
+                completion(.failure(URLError(.badServerResponse)))
+                return
+            }
+            completion(.success(CurlResponse(data: body, response: response)))
+        }
+
+        /// The answer's head as a response, or `nil` when none with a status arrived.
+        private func response() -> HTTPURLResponse? {
             // Fields of one name are joined in order with ", " (RFC 9110 §5.3), under the first one's spelling.
             var fields = [String: String](minimumCapacity: headers.count)
             var spelling = [String: String]()
@@ -196,13 +320,8 @@
                     fields[name] = value
                 }
             }
-            guard status >= 100,
-                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: fields)
-            else {
-                completion(.failure(URLError(.badServerResponse)))
-                return
-            }
-            completion(.success(CurlResponse(data: body, response: response)))
+            guard status >= 100 else { return nil }
+            return HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: fields)
         }
     }
 
@@ -222,6 +341,8 @@
         case bodyStream
         /// libcurl could not make a handle.
         case unavailable
+        /// An upload's file is not a readable regular file.
+        case unreadableFile
     }
 
     extension Duration {
