@@ -70,14 +70,19 @@
 
         /// A PEM file of the certificates the client trusts instead of the system's store, if any.
         private let trustedCertificates: String?
+        /// The proxies every request of the client goes through.
+        private let proxies: CurlProxies
 
         /// Makes a client.
         ///
-        /// - Parameter trustedCertificates: A PEM file of certificate authorities to trust instead of the system's
-        ///   store (a private CA); `nil`, the default, verifies servers against the system's store.
-        package init(trustedCertificates: URL? = nil) {
+        /// - Parameters:
+        ///   - trustedCertificates: A PEM file of certificate authorities to trust instead of the system's store (a
+        ///     private CA); `nil`, the default, verifies servers against the system's store.
+        ///   - proxies: The proxies to send through; by default those the environment names when the client is made.
+        package init(trustedCertificates: URL? = nil, proxies: CurlProxies = .fromEnvironment) {
             loop = .shared
             self.trustedCertificates = trustedCertificates?.path
+            self.proxies = proxies
             guard let share = curl_share_init() else { fatalError("libcurl could not make a share handle") }
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
             sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
@@ -135,7 +140,7 @@
             _ request: URLRequest, deadlines: CurlDeadlines, upload: CurlUpload? = nil
         ) throws(CurlRequestRefusal) -> CurlTransferHandle {
             let transfer = try CurlTransfer(
-                request, deadlines: deadlines, trusting: trustedCertificates, upload: upload)
+                request, deadlines: deadlines, trusting: trustedCertificates, proxies: proxies, upload: upload)
             return CurlTransferHandle(transfer: transfer, loop: loop)
         }
 

@@ -48,7 +48,7 @@
         ///   https, a field with a line break, a body stream).
         init(
             _ request: URLRequest, deadlines: CurlDeadlines, trusting trustedCertificates: String? = nil,
-            upload: CurlUpload? = nil
+            proxies: CurlProxies = .none, upload: CurlUpload? = nil
         ) throws(CurlRequestRefusal) {
             guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
             else { throw .unsupportedScheme }
@@ -111,7 +111,13 @@
                 sk_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
                 sk_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int((idle.milliseconds + 999) / 1000)))
             }
-            // A proxy's answer to CONNECT is the proxy's, not the server's: never read as the answer's head.
+            // The client's proxy for the scheme, or none: an empty value also keeps libcurl from reading the
+            // environment itself, so that the client's proxies are the only ones.
+            sk_curl_easy_setopt_pointer(easy, CURLOPT_PROXY, proxies.proxy(for: url) ?? "")
+            if let noProxy = proxies.noProxy { sk_curl_easy_setopt_pointer(easy, CURLOPT_NOPROXY, noProxy) }
+            // An https request is tunnelled (CONNECT) even through a proxy spoken to in the clear, and the proxy's
+            // answer to CONNECT is the proxy's, not the server's: never read as the answer's head.
+            sk_curl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, url.scheme?.lowercased() == "https" ? 1 : 0)
             sk_curl_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
 
             let body = request.httpBody
