@@ -29,6 +29,11 @@ package final class OAuthTransport: Sendable {
 
     /// The client's own session, invalidated with the transport.
     package let session: URLSession
+    #if os(Linux)
+        /// The client's own libcurl client, when the process runs on libcurl (``TransportChoice``): the exchanges go
+        /// there, not to `session`. Closed with the transport.
+        private let curl: CurlClient?
+    #endif
     private let requestTimeout: Duration
     private let clock: any SessionClock
     /// Where the server's `Date` headers go, for a client of an OpenID provider.
@@ -41,6 +46,9 @@ package final class OAuthTransport: Sendable {
         // A credential exchange is never answered from, nor kept in, a cache; it carries and keeps no cookies and
         // follows no redirect (a token endpoint that redirects is misconfigured or compromised).
         session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
+        #if os(Linux)
+            curl = TransportChoice.process == .libcurl ? CurlClient() : nil
+        #endif
     }
 
     deinit {
@@ -48,6 +56,9 @@ package final class OAuthTransport: Sendable {
         // transport alive). Without this the session, its connections and, on Linux, the two descriptors of its
         // libcurl multi handle would stay for the rest of the process; its delegate does not refer back to it.
         session.finishTasksAndInvalidate()
+        #if os(Linux)
+            curl?.close()
+        #endif
     }
 
     /// Sends `request` and returns the answer, whatever its status.
@@ -70,40 +81,91 @@ package final class OAuthTransport: Sendable {
         // the server may already have rotated, which its reuse detection answers by revoking the whole grant
         // (RFC 9700 §4.14.2). Token requests are rare, so the extra handshake costs little.
         request.setValue("close", forHTTPHeaderField: "Connection")
-        let clock = clock
-        let session = session
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
-            // The exchange's wall-clock deadline: URLSession's timeouts are idle timeouts on Linux, which a server
-            // that trickles its answer never trips.
-            outcome = try await TaskBridge.run(
-                cancellingThrough: session,
-                deadline: requestTimeout,
-                onTimeout: { [requestTimeout] error in
-                    guard Self.isCancellation(error) else { return nil }
-                    return SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
-                },
-                notStarted: CancellationError(),
-                create: { answer in
-                    session.dataTask(with: request) { data, response, error in
-                        // Stamped here, before any hop: a token's lifetime starts when its response arrived.
-                        let receivedAt = clock.now
-                        let receivedAtWall = clock.wallNow
-                        if let error {
-                            answer.resume(throwing: error)
-                        } else if let response {
-                            answer.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
-                        } else {
-                            answer.resume(throwing: URLError(.badServerResponse))
-                        }
-                    }
+            #if os(Linux)
+                if let curl {
+                    outcome = try await exchange(request, on: curl, endpoint: endpoint)
+                } else {
+                    outcome = try await exchange(request, on: session, endpoint: endpoint)
                 }
-            )
+            #else
+                outcome = try await exchange(request, on: session, endpoint: endpoint)
+            #endif
         } catch let error as SessionError where error.code == .timedOut {
             throw error
         } catch {
             throw Self.map(error, endpoint: endpoint)
         }
+        return try answer(outcome, from: endpoint)
+    }
+
+    /// One exchange on the transport's URLSession, with the request timeout as its wall-clock deadline:
+    /// URLSession's timeouts are idle timeouts on Linux, which a server that trickles its answer never trips.
+    private func exchange(
+        _ request: URLRequest, on session: URLSession, endpoint: String
+    ) async throws -> (Data, URLResponse, ContinuousClock.Instant, Date) {
+        let clock = clock
+        return try await TaskBridge.run(
+            cancellingThrough: session,
+            deadline: requestTimeout,
+            onTimeout: { [requestTimeout] error in
+                guard Self.isCancellation(error) else { return nil }
+                return SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
+            },
+            notStarted: CancellationError(),
+            create: { answer in
+                session.dataTask(with: request) { data, response, error in
+                    // Stamped here, before any hop: a token's lifetime starts when its response arrived.
+                    let receivedAt = clock.now
+                    let receivedAtWall = clock.wallNow
+                    if let error {
+                        answer.resume(throwing: error)
+                    } else if let response {
+                        answer.resume(returning: (data ?? Data(), response, receivedAt, receivedAtWall))
+                    } else {
+                        answer.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+            }
+        )
+    }
+
+    #if os(Linux)
+        /// One exchange on the libcurl transport, with the request timeout as its whole deadline, enforced by the
+        /// transport's loop; the caller's cancellation cancels it.
+        private func exchange(
+            _ request: URLRequest, on curl: CurlClient, endpoint: String
+        ) async throws -> (Data, URLResponse, ContinuousClock.Instant, Date) {
+            let transfer: CurlTransferHandle
+            do {
+                transfer = try curl.prepare(request, deadlines: CurlDeadlines(whole: requestTimeout))
+            } catch {
+                throw SessionError(.invalidInput, "the request to \(endpoint) cannot be sent as written (\(error))")
+            }
+            let clock = clock
+            do {
+                return try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { continuation in
+                        curl.start(transfer) { result in
+                            // Stamped here, before any hop: a token's lifetime starts when its response arrived.
+                            let (receivedAt, receivedAtWall) = (clock.now, clock.wallNow)
+                            continuation.resume(with: result.map { ($0.0, $0.1, receivedAt, receivedAtWall) })
+                        }
+                    }
+                } onCancel: {
+                    transfer.cancel()
+                }
+            } catch let error as URLError where error.code == .timedOut {
+                throw SessionError(.timedOut, "\(endpoint) did not answer within \(requestTimeout)")
+            }
+        }
+    #endif
+
+    /// The answer `outcome` is, checked to be HTTP, its `Retry-After` and `Date` read.
+    private func answer(
+        _ outcome: (Data, URLResponse, ContinuousClock.Instant, Date), from endpoint: String
+    ) throws -> Answer {
         guard let response = outcome.1 as? HTTPURLResponse else {
             throw SessionError(.malformedResponse, "\(endpoint) did not answer with HTTP")
         }
