@@ -26,7 +26,106 @@
             Benchmark(resultNames: waitNames, run: { try await waiting() }),
             Benchmark(resultNames: ratioNames, run: { try await ratios() }),
             Benchmark(resultNames: churnNames, run: { try await churn() }),
+            Benchmark(resultNames: sessionChurnNames, run: { try await sessionChurn() }),
         ]
+
+        private static let sessionChurnNames = [
+            "transport.sessions.descriptors_kept", "transport.sessions.rss_growth_kib", "transport.sessions.seconds",
+        ]
+
+        /// 10,000 user sessions on the libcurl transport, each ended with a request of every kind in flight: a data
+        /// request, a download and a byte stream waiting on a server that holds them, after a request to a refused
+        /// port and a download whose server closed mid-body have failed. Every call must be answered (the three in
+        /// flight with `sessionEnded`), and the process must not crash; what is counted is the descriptors and
+        /// resident memory left after, beside a first thousand sessions that warm every allocator.
+        private static func sessionChurn() async throws -> [BenchResult] {
+            let refused = try SilentListener()
+            let refusedURL = refused.url
+            refused.close()
+            let server = try await LocalServer.start(configuration: .init(recordsRequests: false)) { request in
+                switch request.path {
+                case "/cut":
+                    LocalServer.Response.text(String(repeating: "x", count: 4096)).failing(with: .truncatedBody)
+                case "/hold": LocalServer.Response.text("late").delayed(by: .seconds(3600))
+                default: .notFound
+                }
+            }
+            defer { Task { await server.stop() } }
+            let hold = URLRequest(url: server.url("/hold"))
+            var configuration = UserSession.Configuration(retryPolicy: .never)
+            configuration.transport = .libcurl
+            func cycles(_ count: Int, from first: Int) async throws {
+                for index in first..<(first + count) {
+                    let session = UserSession(
+                        account: Account(issuer: "https://churn.sessionkit.invalid", subject: "user-\(index)"),
+                        tokens: TokenSet(accessToken: "churn-access", lifetime: .seconds(3600)),
+                        configuration: configuration)
+                    let codes = try await withThrowingTaskGroup(of: (Bool, SessionError.Code?).self) { group in
+                        func outcome(_ work: @escaping @Sendable () async throws -> Void) async -> SessionError.Code? {
+                            do {
+                                try await work()
+                                return nil
+                            } catch {
+                                return (error as? SessionError)?.code
+                            }
+                        }
+                        for held in [false, true] {
+                            if held {
+                                group.addTask { (true, await outcome { _ = try await session.data(for: hold) }) }
+                                group.addTask { (true, await outcome { _ = try await session.download(for: hold) }) }
+                                group.addTask { (true, await outcome { _ = try await session.bytes(for: hold) }) }
+                            } else {
+                                group.addTask {
+                                    (
+                                        false,
+                                        await outcome { _ = try await session.data(for: URLRequest(url: refusedURL)) }
+                                    )
+                                }
+                                group.addTask {
+                                    (
+                                        false,
+                                        await outcome {
+                                            _ = try await session.download(for: URLRequest(url: server.url("/cut")))
+                                        }
+                                    )
+                                }
+                            }
+                        }
+                        var codes = [SessionError.Code?]()
+                        var failed = 0
+                        for try await (held, code) in group {
+                            if held {
+                                codes.append(code)
+                            } else {
+                                failed += 1
+                                if failed == 2 { session.end() }
+                            }
+                        }
+                        return codes
+                    }
+                    guard codes.count == 3, codes.allSatisfy({ $0 == .sessionEnded }) else {
+                        throw BenchError("a churned session's requests in flight ended as \(codes), not sessionEnded")
+                    }
+                }
+            }
+            try await cycles(1_000, from: 0)
+            let descriptors = ResidentMemory.openDescriptors() ?? 0
+            let resident = ResidentMemory.bytes() ?? 0
+            let start = ContinuousClock.now
+            try await cycles(churnCycles, from: 1_000)
+            let seconds = Statistics.seconds(ContinuousClock.now - start)
+            // The held requests' server side goes when the server notices the client left: not the transport's.
+            let kept = (ResidentMemory.openDescriptors() ?? 0) - descriptors
+            let growth = Double((ResidentMemory.bytes() ?? 0) - resident) / 1024
+            BenchLog.note(
+                "transport.sessions: \(churnCycles) sessions × 5 requests in \(BenchLog.rounded(seconds, 1)) s, "
+                    + "\(kept) descriptors kept, resident memory \(BenchLog.rounded(growth, 0)) KiB more")
+            return [
+                BenchResult(name: "transport.sessions.descriptors_kept", value: Double(kept), unit: "descriptors"),
+                BenchResult(name: "transport.sessions.rss_growth_kib", value: growth, unit: "KiB over 10,000 sessions"),
+                BenchResult(name: "transport.sessions.seconds", value: seconds, unit: "s for 10,000 sessions"),
+            ]
+        }
 
         // MARK: - Churn
 

@@ -44,14 +44,5 @@
             https = value("https_proxy", "HTTPS_PROXY") ?? all
             noProxy = value("no_proxy", "NO_PROXY")
         }
-
-        /// The proxy for `url`, or `nil` to go directly (before `noProxy` is applied, which libcurl does).
-        package func proxy(for url: URL) -> String? {
-            switch url.scheme?.lowercased() {
-            case "http": http
-            case "https": https
-            default: nil
-            }
-        }
     }
 #endif

@@ -331,6 +331,18 @@
         }
     }
 
+    extension CurlProxies {
+        /// The proxy for `url`, or `nil` to go directly (before `noProxy` is applied, which libcurl does). Here, beside
+        /// its one caller, since it runs for every request.
+        package func proxy(for url: URL) -> String? {
+            switch url.scheme?.lowercased() {
+            case "http": http
+            case "https": https
+            default: nil
+            }
+        }
+    }
+
     /// What a transfer answers: its body, decoded, and its response.
     struct CurlResponse: Sendable {
         let data: Data
