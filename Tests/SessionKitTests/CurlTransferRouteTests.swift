@@ -140,36 +140,97 @@
             }
         }
 
-        /// Chunks the loop delivers after `end()` and before the client's close reaches it are dropped: with the
-        /// loop held, the trickling server's bytes wait in the socket, the session ends (its close waits behind the
-        /// held loop), and once the loop runs the consumer gets no byte more, only `sessionEnded`.
-        @Test func chunksArrivingBetweenTheEndAndTheCloseAreDropped() async throws {
+        /// Holds the transport's loop inside a socket event (another client's transfer, whose chunk's callback
+        /// blocks), not inside its inbox: once let go, the loop reads the sockets that became ready meanwhile before
+        /// it drains the inbox, where a session's close waits. Returns what lets it go.
+        static func holdLoopInASocketEvent(_ server: LocalServer) async throws -> @Sendable () -> Void {
+            let go = Gate()
+            server.route("GET", "/holder") { _ in
+                await go.wait()
+                return .text("h")
+            }
+            let client = CurlClient(proxies: .none)
+            let holding = Gate()
+            let held = DispatchSemaphore(value: 0)
+            let transfer = try client.prepare(
+                URLRequest(url: server.url("/holder")), deadlines: CurlDeadlines(whole: .seconds(60)))
+            client.start(
+                transfer,
+                streaming: CurlStreamEvents(
+                    head: { _ in },
+                    data: { _ in
+                        holding.open()
+                        held.wait()
+                    })
+            ) { _ in }
+            await go.waitForArrivals(1)
+            go.open()
+            await holding.wait()
+            return {
+                held.signal()
+                client.close()
+            }
+        }
+
+        /// Chunks the loop reads after `end()` and before the client's close reaches it are dropped: with the loop
+        /// held, the trickling server's bytes wait in the socket, the session ends (its close waits behind them), and
+        /// once the loop reads them no progress is told and no byte is written. Progress runs on the loop's thread,
+        /// so what was told before the end is counted exactly.
+        @Test func aDownloadTellsNothingAfterTheEnd() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/file") { _ in
+                    LocalServer.Response(body: Data("e".utf8)).failing(with: .trickle(every: .milliseconds(1)))
+                }
+                let session = Self.session()
+                let told = Lock(0)
+                let started = Gate()
+                let download = Task {
+                    try await session.download(for: Self.request(server, "/file")) { _ in
+                        told.withLock { $0 += 1 }
+                        started.open()
+                    }
+                }
+                await started.wait()
+                let release = try await Self.holdLoopInASocketEvent(server)
+                // The server goes on sending: its bytes wait in the socket for the held loop.
+                try await Task.sleep(for: .milliseconds(200))
+                session.end()
+                let toldBeforeTheEnd = told.withLock { $0 }
+                release()
+                let error = await #expect(throws: SessionError.self) { try await download.value }
+                #expect(error?.code == .sessionEnded)
+                #expect(told.withLock { $0 } == toldBeforeTheEnd, "progress was told after the end")
+                #expect(await transfersStop(in: session))
+            }
+        }
+
+        /// The same for a byte stream: the bytes read after the end are dropped, so the consumer gets at most what
+        /// was handed over before the loop was held (it reads on meanwhile), never the bytes that waited in the socket.
+        @Test func aByteStreamYieldsNothingReadAfterTheEnd() async throws {
             try await LocalServer.withRunning { server in
                 server.route("GET", "/events") { _ in
-                    LocalServer.Response(body: Data("e".utf8)).failing(with: .trickle(every: .milliseconds(2)))
+                    LocalServer.Response(body: Data("e".utf8)).failing(with: .trickle(every: .milliseconds(1)))
                 }
                 let session = Self.session()
                 let (bytes, _) = try await session.bytes(for: Self.request(server, "/events"))
-                var iterator = bytes.makeAsyncIterator()
-                for _ in 0..<3 { _ = try await iterator.next() }
-                let held = DispatchSemaphore(value: 0)
-                let holding = Gate()
-                CurlClient.onLoop {
-                    holding.open()
-                    held.wait()
+                let consumed = Lock(0)
+                let consumer = Task {
+                    do {
+                        for try await _ in bytes { consumed.withLock { $0 += 1 } }
+                    } catch let error as SessionError {
+                        #expect(error.code == .sessionEnded)
+                    }
                 }
-                await holding.wait()
-                // Bytes the server writes meanwhile wait in the socket for the held loop.
+                let release = try await Self.holdLoopInASocketEvent(server)
+                // The consumer drains what was handed over; the server's next bytes wait in the socket.
+                try await Task.sleep(for: .milliseconds(200))
+                let beforeTheEnd = consumed.withLock { $0 }
                 session.end()
-                held.signal()
-                var afterEnd = 0
-                do {
-                    while try await iterator.next() != nil { afterEnd += 1 }
-                } catch let error as SessionError {
-                    #expect(error.code == .sessionEnded)
-                }
-                // At most the chunks already handed to the stream before the loop was held.
-                #expect(afterEnd < 10, "\(afterEnd) bytes reached the consumer after the end")
+                release()
+                try await consumer.value
+                // About 200 bytes waited in the socket; a few handed over just before the hold may still arrive.
+                let afterTheEnd = consumed.withLock { $0 } - beforeTheEnd
+                #expect(afterTheEnd < 20, "\(afterTheEnd) bytes reached the consumer after the end")
                 #expect(await transfersStop(in: session))
             }
         }
