@@ -30,24 +30,31 @@
         ]
 
         private static let sessionChurnNames = [
-            "transport.sessions.descriptors_kept", "transport.sessions.rss_growth_kib", "transport.sessions.seconds",
+            "transport.sessions.descriptors_kept", "transport.sessions.heap_growth_kib",
+            "transport.sessions.rss_growth_kib", "transport.sessions.seconds",
         ]
 
         /// 10,000 user sessions on the libcurl transport, each ended with a request of every kind in flight: a data
         /// request, a download and a byte stream waiting on a server that holds them, after a request to a refused
         /// port and a download whose server closed mid-body have failed. Every call must be answered (the three in
-        /// flight with `sessionEnded`), and the process must not crash; what is counted is the descriptors and
-        /// resident memory left after, beside a first thousand sessions that warm every allocator.
+        /// flight with `sessionEnded`), and the process must not crash; what is counted is the descriptors, the heap
+        /// in use (glibc's count, after it returned its free pages) and resident memory left after, beside a first
+        /// thousand sessions that warm every allocator. The server lets its held requests go once their session
+        /// ended (a gate per cycle): a handler that slept instead would keep its timer, memory of the server's, not
+        /// the transport's.
         private static func sessionChurn() async throws -> [BenchResult] {
             let refused = try SilentListener()
             let refusedURL = refused.url
             refused.close()
+            let holds = Lock(Gate())
             let server = try await LocalServer.start(configuration: .init(recordsRequests: false)) { request in
                 switch request.path {
                 case "/cut":
-                    LocalServer.Response.text(String(repeating: "x", count: 4096)).failing(with: .truncatedBody)
-                case "/hold": LocalServer.Response.text("late").delayed(by: .seconds(3600))
-                default: .notFound
+                    return LocalServer.Response.text(String(repeating: "x", count: 4096)).failing(with: .truncatedBody)
+                case "/hold":
+                    await holds.withLock { $0 }.wait()
+                    return LocalServer.Response.text("late")
+                default: return .notFound
                 }
             }
             defer { Task { await server.stop() } }
@@ -106,22 +113,32 @@
                     guard codes.count == 3, codes.allSatisfy({ $0 == .sessionEnded }) else {
                         throw BenchError("a churned session's requests in flight ended as \(codes), not sessionEnded")
                     }
+                    holds.withLock { gate in
+                        gate.open()
+                        gate = Gate()
+                    }
                 }
             }
             try await cycles(1_000, from: 0)
+            _ = AllocatorStatistics.returnFreeMemory()
             let descriptors = ResidentMemory.openDescriptors() ?? 0
+            let heap = AllocatorStatistics.bytesInUse() ?? 0
             let resident = ResidentMemory.bytes() ?? 0
             let start = ContinuousClock.now
             try await cycles(churnCycles, from: 1_000)
             let seconds = Statistics.seconds(ContinuousClock.now - start)
-            // The held requests' server side goes when the server notices the client left: not the transport's.
+            _ = AllocatorStatistics.returnFreeMemory()
             let kept = (ResidentMemory.openDescriptors() ?? 0) - descriptors
+            let heapGrowth = Double((AllocatorStatistics.bytesInUse() ?? 0) - heap) / 1024
             let growth = Double((ResidentMemory.bytes() ?? 0) - resident) / 1024
             BenchLog.note(
                 "transport.sessions: \(churnCycles) sessions × 5 requests in \(BenchLog.rounded(seconds, 1)) s, "
-                    + "\(kept) descriptors kept, resident memory \(BenchLog.rounded(growth, 0)) KiB more")
+                    + "\(kept) descriptors kept, heap \(BenchLog.rounded(heapGrowth, 0)) KiB more, resident memory "
+                    + "\(BenchLog.rounded(growth, 0)) KiB more")
             return [
                 BenchResult(name: "transport.sessions.descriptors_kept", value: Double(kept), unit: "descriptors"),
+                BenchResult(
+                    name: "transport.sessions.heap_growth_kib", value: heapGrowth, unit: "KiB over 10,000 sessions"),
                 BenchResult(name: "transport.sessions.rss_growth_kib", value: growth, unit: "KiB over 10,000 sessions"),
                 BenchResult(name: "transport.sessions.seconds", value: seconds, unit: "s for 10,000 sessions"),
             ]

@@ -83,13 +83,20 @@
             loop = .shared
             self.trustedCertificates = trustedCertificates?.path
             self.proxies = proxies
-            guard let share = curl_share_init() else { fatalError("libcurl could not make a share handle") }
-            sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
-            sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
-            sk_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+        }
+
+        /// The share handle, made on the loop's thread for the client's first transfer: a client that never sends
+        /// (a session that is signed in and idle) holds none of libcurl's caches.
+        private func madeShare() -> UnsafeMutableRawPointer {
+            if let share { return share }
+            guard let made = curl_share_init() else { fatalError("libcurl could not make a share handle") }
+            sk_curl_share_setopt_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
+            sk_curl_share_setopt_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            sk_curl_share_setopt_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
             // No cookie engine: a request carries the `Cookie` field its sender wrote, and `Set-Cookie` is handed
             // back as a field. A session keeps its cookies in one jar whichever transport sends a request.
-            self.share = share
+            share = made
+            return made
         }
 
         deinit {
@@ -162,11 +169,11 @@
             // Held by the transfer until it completes: the share handle it uses lives as long as the client.
             transfer.client = self
             loop.perform { [self, transfer] in
-                guard let share, !closed, !transfer.cancelled else {
+                guard !closed, !transfer.cancelled else {
                     transfer.finish(with: URLError(.cancelled), loop: loop)
                     return
                 }
-                transfer.use(share)
+                transfer.use(madeShare())
                 live[ObjectIdentifier(transfer)] = transfer
                 loop.add(transfer)
             }
