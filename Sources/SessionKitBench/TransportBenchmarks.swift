@@ -34,7 +34,7 @@
             "transport.sessions.rss_growth_kib", "transport.sessions.seconds",
         ]
 
-        /// 10,000 user sessions on the libcurl transport, each ended with a request of every kind in flight: a data
+        /// 10,000 user sessions on the process's transport, each ended with a request of every kind in flight: a data
         /// request, a download and a byte stream waiting on a server that holds them, after a request to a refused
         /// port and a download whose server closed mid-body have failed. Every call must be answered (the three in
         /// flight with `sessionEnded`), and the process must not crash; what is counted is the descriptors, the heap
@@ -59,8 +59,9 @@
             }
             defer { Task { await server.stop() } }
             let hold = URLRequest(url: server.url("/hold"))
-            var configuration = UserSession.Configuration(retryPolicy: .never)
-            configuration.transport = .libcurl
+            // The process's transport: libcurl by default, `SESSIONKIT_TRANSPORT=urlsession` for the same churn on
+            // URLSession beside it.
+            let configuration = UserSession.Configuration(retryPolicy: .never)
             func cycles(_ count: Int, from first: Int) async throws {
                 for index in first..<(first + count) {
                     let session = UserSession(

@@ -324,5 +324,44 @@
         static func openDescriptors() -> Int {
             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
         }
+
+        /// What a test holds weakly, to see whether anything else still holds it.
+        final class Sentinel: Sendable {}
+        final class WeakBox: @unchecked Sendable {
+            weak var value: Sentinel?
+        }
+
+        /// A streaming transfer lets go of its events when it completes. The transfer route's events hold the
+        /// transfer's own handle (to stop it when a body cannot be written): kept by the transfer, they would keep
+        /// it, its body and everything they capture for the rest of the process (a download's file body, the
+        /// caller's progress), some 5 KiB a session (`transport.sessions`, BENCHMARKS.md).
+        @Test func aCompletedStreamingTransferLetsGoOfItsEvents() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/file") { _ in .text("body") }
+                let client = CurlClient(proxies: .none)
+                defer { client.close() }
+                let box = WeakBox()
+                try await {
+                    let sentinel = Sentinel()
+                    box.value = sentinel
+                    let handle = try client.prepare(
+                        URLRequest(url: server.url("/file")), deadlines: CurlDeadlines(whole: .seconds(10)))
+                    let events = CurlStreamEvents(
+                        head: { _ in },
+                        data: { _ in
+                            // As the transfer route's events do: they reach the transfer's handle.
+                            _ = sentinel
+                            _ = handle
+                        })
+                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                        client.start(handle, streaming: events) { _ in done.resume() }
+                    }
+                }()
+                // The completion ran on the loop, which lets go of the transfer right after it.
+                #expect(await client.running() == 0)
+                let released = await eventually(within: .seconds(10)) { box.value == nil }
+                #expect(released, "a completed transfer still holds its events")
+            }
+        }
     }
 #endif

@@ -78,7 +78,7 @@
         /// - Parameters:
         ///   - trustedCertificates: A PEM file of certificate authorities to trust instead of the system's store (a
         ///     private CA); `nil`, the default, verifies servers against the system's store.
-        ///   - proxies: The proxies to send through; by default those the environment names when the client is made.
+        ///   - proxies: The proxies to send through; by default those the environment names (read once per process).
         package init(trustedCertificates: URL? = nil, proxies: CurlProxies = .fromEnvironment) {
             loop = .shared
             self.trustedCertificates = trustedCertificates?.path

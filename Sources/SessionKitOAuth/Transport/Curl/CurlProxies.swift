@@ -11,7 +11,8 @@
     /// - `all_proxy` or `ALL_PROXY` serves either scheme that has no proxy of its own.
     /// - `no_proxy` or `NO_PROXY` lists the hosts reached directly (names, domains, addresses; `*` for all), with
     ///   libcurl's matching.
-    /// - An empty value is no value. Read once, when the client is made: a client's requests all take one route.
+    /// - An empty value is no value. Read once per process, when the first client is made: every request takes one
+    ///   route.
     package struct CurlProxies: Sendable, Equatable {
         /// The proxy for `http` URLs.
         package var http: String?
@@ -29,10 +30,9 @@
         /// No proxy for any request.
         package static let none = CurlProxies()
 
-        /// The proxies the process's environment names.
-        package static var fromEnvironment: CurlProxies {
-            CurlProxies(environment: ProcessInfo.processInfo.environment)
-        }
+        /// The proxies the process's environment names, read once: reading the environment costs more than making
+        /// a session, and every client takes the same route.
+        package static let fromEnvironment = CurlProxies(environment: ProcessInfo.processInfo.environment)
 
         /// The proxies `environment` names, by the rules above.
         package init(environment: [String: String]) {

@@ -297,6 +297,9 @@
             // On the loop's thread, before the client may clean its share handle up: the handle uses it until now.
             cleaned = true
             curl_easy_cleanup(easy)
+            // The events let go with the completion: they may hold the transfer's own handle (to stop it), and a
+            // transfer that kept them would keep itself.
+            streaming = nil
             guard let completion else { return }
             self.completion = nil
             client?.forget(self)
