@@ -38,6 +38,10 @@ static inline CURLcode sk_curl_easy_getinfo_long(CURL *handle, CURLINFO info, lo
     return curl_easy_getinfo(handle, info, value);
 }
 
+static inline CURLcode sk_curl_easy_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
 static inline CURLcode sk_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -27,6 +27,27 @@
             return gate
         }
 
+        /// Whether `gate` opens within `bound`: a wait that cannot hang the test (the waiter is left behind).
+        static func opens(_ gate: Gate, within bound: Duration) async -> Bool {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
+                let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
+                    waiting.withLock { waiting in
+                        defer { waiting = nil }
+                        return waiting
+                    }
+                }
+                Task {
+                    await gate.wait()
+                    take()?.resume(returning: true)
+                }
+                Task {
+                    try? await Task.sleep(for: bound)
+                    take()?.resume(returning: false)
+                }
+            }
+        }
+
         /// What `data(for:)` threw, as the `URLError` code it must be.
         static func failure(_ work: () async throws -> Void) async -> URLError.Code? {
             do {
@@ -201,6 +222,48 @@
                 call.cancel()
                 #expect(await call.value == .cancelled)
                 #expect(await client.running() == 0)
+            }
+        }
+
+        /// A cancellation that arrives after its transfer completed cancels nothing: not the next transfer, whose
+        /// libcurl handle often has the address the completed one's had (glibc hands a freed block of that size out
+        /// again at once). Each round completes a transfer, makes the next, and hands the loop, held meanwhile, the
+        /// next one's start, then the completed one's cancellation: the next one must still be answered. Without the
+        /// identity check in `CurlEventLoop.remove`, the cancellation took it out of the multi handle and it never
+        /// was (the InterleavingTests hang on libcurl, 2026-12-05).
+        @Test func aLateCancellationCancelsNothingElseWhereverTheNextHandleLives() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/quick") { _ in .text("quick") }
+                let client = CurlClient()
+                defer { client.close() }
+                let request = Self.request(server.url("/quick"))
+                var (rounds, reused) = (0, 0)
+                while rounds < 200 && reused < 10 {
+                    rounds += 1
+                    let first = try client.prepare(request, deadlines: CurlDeadlines(whole: .seconds(10)))
+                    let done = Gate()
+                    client.start(first) { _ in done.open() }
+                    await done.wait()
+                    let next = try client.prepare(request, deadlines: CurlDeadlines(whole: .seconds(10)))
+                    if next.address == first.address { reused += 1 }
+                    // Both reach the loop in one go, the start first: nothing is read from a socket in between.
+                    let held = DispatchSemaphore(value: 0)
+                    CurlClient.onLoop { held.wait() }
+                    let answered = Gate()
+                    let result = Locked<Result<(Data, HTTPURLResponse), URLError>?>(nil)
+                    client.start(next) { outcome in
+                        result.withLock { $0 = outcome }
+                        answered.open()
+                    }
+                    first.cancel()
+                    held.signal()
+                    let inTime = await Self.opens(answered, within: .seconds(5))
+                    #expect(inTime, "round \(rounds): the transfer after a late cancellation was never answered")
+                    guard inTime else { return }
+                    #expect((try? result.withLock { $0 }?.get().0) == Data("quick".utf8))
+                }
+                // The case this guards was met: handles were made again at the address just freed.
+                #expect(reused > 0, "no handle was made at a freed one's address in \(rounds) rounds")
             }
         }
 

@@ -214,6 +214,13 @@
             CurlEventLoop.shared.perform(work)
         }
 
+        /// What the process's transport loop holds, described (for a test that waited too long to say why).
+        package static func loopReport() async -> String {
+            await withCheckedContinuation { continuation in
+                CurlEventLoop.shared.perform { continuation.resume(returning: CurlEventLoop.shared.report()) }
+            }
+        }
+
         /// The number of transfers running; on the loop's thread (for tests, through ``CurlEventLoop``).
         package func running() async -> Int {
             await withCheckedContinuation { continuation in
@@ -226,6 +233,9 @@
     package struct CurlTransferHandle: Sendable {
         fileprivate let transfer: CurlTransfer
         fileprivate let loop: CurlEventLoop
+
+        /// The address of the transfer's libcurl handle (for tests of what happens when an address is used again).
+        package var address: UInt { UInt(bitPattern: transfer.easy) }
 
         package func cancel() {
             loop.perform { [transfer, loop] in

@@ -99,8 +99,14 @@
         }
 
         /// Takes `transfer` out of the multi handle, if it is still in it, and completes it with `error`.
+        ///
+        /// The transfer is found by identity, not by its easy handle's address alone: once a transfer completes, its
+        /// handle is freed, and the next `curl_easy_init` often returns the same address. A cancellation that arrives
+        /// after its transfer completed (a caller cancelled a moment too late) would otherwise take out the newer
+        /// transfer at that address, which then never completes: its caller would wait forever.
         func remove(_ transfer: CurlTransfer, failingWith error: URLError) {
-            guard transfers.removeValue(forKey: transfer.easy) != nil else { return }
+            guard transfers[transfer.easy] === transfer else { return }
+            transfers[transfer.easy] = nil
             curl_multi_remove_handle(multi, transfer.easy)
             transfer.finish(with: error, loop: self)
         }
@@ -202,6 +208,30 @@
                 curl_multi_remove_handle(multi, easy)
                 transfer.finish(with: result == CURLE_OK ? nil : CurlFailure.urlError(for: result), loop: self)
             }
+        }
+
+        /// What the loop holds, for a test that waited too long to say why: the sockets watched, libcurl's timer, and
+        /// each transfer's URL, age, whether its answer began, its connection's local port and the bytes moved; on the
+        /// loop's thread.
+        func report() -> String {
+            let now = Self.now()
+            var lines = [
+                "curl loop: \(transfers.count) transfers, watched sockets \(watched.sorted()), "
+                    + "timer \(curlTimer.map { "in \(Int64($0) - Int64(now)) ns" } ?? "none")"
+            ]
+            for transfer in transfers.values {
+                var port = 0
+                var (sent, received, elapsed): (curl_off_t, curl_off_t, curl_off_t) = (0, 0, 0)
+                _ = sk_curl_easy_getinfo_long(transfer.easy, CURLINFO_LOCAL_PORT, &port)
+                _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_SIZE_UPLOAD_T, &sent)
+                _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_SIZE_DOWNLOAD_T, &received)
+                _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_TOTAL_TIME_T, &elapsed)
+                lines.append(
+                    "  \(transfer.url.absoluteString): made \((now - transfer.made) / 1_000_000) ms ago, "
+                        + "\(elapsed / 1000) ms in libcurl, answered \(transfer.answered), cancelled "
+                        + "\(transfer.cancelled), local port \(port), bytes sent \(sent), received \(received)")
+            }
+            return lines.joined(separator: "\n")
         }
 
         /// The monotonic clock in nanoseconds.

@@ -1,5 +1,6 @@
 import Foundation
 import SessionKit
+import SessionKitOAuth
 import SessionKitTesting
 
 #if canImport(FoundationNetworking)
@@ -149,6 +150,16 @@ final class InterleavingWorld: Sendable {
     /// What reached the resource routes for `schedule`, in arrival order.
     func arrivals(of schedule: Int) -> [Arrival] {
         arrivals.withLock { $0[schedule] ?? [] }
+    }
+
+    /// What the process's libcurl loop holds, when requests run on it: for a schedule that waited too long.
+    func transportReport() async -> String? {
+        #if os(Linux)
+            guard TransportChoice.process == .libcurl else { return nil }
+            return await CurlClient.loopReport()
+        #else
+            return nil
+        #endif
     }
 
     /// Drops what is kept for `schedule`.

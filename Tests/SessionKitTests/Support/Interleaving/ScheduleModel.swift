@@ -22,6 +22,8 @@ final class ScheduleModel: Sendable {
         case spurious
         /// `manager.state` disagrees with `manager.current`, or a registered container is not bound to `current`.
         case mismatched
+        /// The schedule did not finish within ``ScheduleRun/bound``: something awaited an answer that never came.
+        case stuck
 
         static func < (lhs: Kind, rhs: Kind) -> Bool {
             allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0

@@ -100,8 +100,58 @@ final class ScheduleRun: Sendable {
             })
     }
 
+    /// How long a schedule may take, its settling included: a schedule takes tens of milliseconds, and its longest
+    /// bounds (the refresh policy's wait, the requests' timeouts) are seconds. Past it, something awaits an answer
+    /// that never comes: that is a violation with the schedule's seed and trace, not a test that hangs.
+    static let bound = Duration.seconds(120)
+
     /// Runs `schedule` and returns what it found.
     func run(_ schedule: [ScheduleStep]) async -> Outcome {
+        let finished = await Self.finishes(within: Self.bound) { await self.play(schedule) }
+        if !finished {
+            let loop = await world.transportReport()
+            let done = steps.withLock { $0.count }
+            let at = done < schedule.count ? "in step \(done) (\(schedule[done].kind))" : "settling or signing out"
+            model.violation(
+                "the schedule did not finish within \(Self.bound), \(at); \(model.refreshesInProgress) token "
+                    + "requests and \(model.flightsInProgress) refresh flights unanswered, \(clock.sleepers) waits on "
+                    + "the manual clock\(loop.map { "; \($0)" } ?? "")",
+                at: "bound", kind: .stuck)
+        }
+        let outcome = Outcome(violations: model.violations, kinds: model.kinds, trace: trace())
+        world.noteTokensIssued(model.tokensIssued)
+        world.forget(id)
+        // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
+        if finished { model.state.withLock { $0.sessions.removeAll() } }
+        return outcome
+    }
+
+    /// Whether `operation` returned within `bound`; one that did not is left running.
+    private static func finishes(
+        within bound: Duration, _ operation: @escaping @Sendable () async -> Void
+    ) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
+            let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
+                waiting.withLock { waiting in
+                    defer { waiting = nil }
+                    return waiting
+                }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: bound)
+                take()?.resume(returning: false)
+            }
+            Task {
+                await operation()
+                // Taken before the timer is cancelled: a cancelled timer wakes at once and would take it first.
+                take()?.resume(returning: true)
+                timer.cancel()
+            }
+        }
+    }
+
+    private func play(_ schedule: [ScheduleStep]) async {
         for (index, step) in schedule.enumerated() {
             let did = await perform(step, index: index)
             steps.withLock { $0.append("\(index): \(step.kind) — \(did)") }
@@ -124,12 +174,6 @@ final class ScheduleRun: Sendable {
         if let value = container.value {
             model.violation("the container holds #\(value.session)'s data after every account signed out", at: "end")
         }
-        let outcome = Outcome(violations: model.violations, kinds: model.kinds, trace: trace())
-        world.noteTokensIssued(model.tokensIssued)
-        world.forget(id)
-        // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
-        model.state.withLock { $0.sessions.removeAll() }
-        return outcome
     }
 
     private func trace() -> [String] {
@@ -159,7 +203,9 @@ final class ScheduleRun: Sendable {
             let refreshing = model.refreshesInProgress + model.flightsInProgress
             if open.isEmpty && tasks.isEmpty && calls.isEmpty && refreshing == 0 { return }
             for task in tasks + calls { await task.value }
-            if refreshing > 0 { await Task.yield() }
+            guard refreshing > 0 else { continue }
+            // Polled, not yielded to: a flight that waits on the network leaves nothing for this task to do.
+            try? await Task.sleep(for: .milliseconds(2))
         }
     }
 
