@@ -8,7 +8,7 @@
     @testable import SessionKitOAuth
 
     /// A session's data route on the libcurl transport, chosen per session so that it runs in every pass of
-    /// `scripts/test` (the whole suite runs on libcurl again with `SESSIONKIT_TRANSPORT=libcurl`): the session's one
+    /// `scripts/test` (the whole suite runs on libcurl by default on Linux, and again on URLSession with `SESSIONKIT_TRANSPORT=urlsession`): the session's one
     /// cookie jar, its end, and its deadline.
     @Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct CurlDataRouteTests {
         static let alice = Account(issuer: "https://curl.sessionkit.invalid", subject: "alice")
