@@ -62,9 +62,7 @@ import Testing
     /// How long after a process learned a request it sent before may still reach this process's server: 50 ms,
     /// or 250 ms under ThreadSanitizer, which runs the server here several times slower (the sanitizer pass of a
     /// loaded machine counted 3 requests past 50 ms).
-    static let wireMargin: UInt64 =
-        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-        ? 250_000_000 : 50_000_000
+    static let wireMargin: UInt64 = runsUnderThreadSanitizer ? 250_000_000 : 50_000_000
 
     @Test(arguments: Ending.allCases)
     func endingAnAccountInOneProcessEndsItInEveryOtherWithNoRequestAfter(_ ending: Ending) async throws {

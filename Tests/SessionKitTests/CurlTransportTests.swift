@@ -27,27 +27,6 @@
             return gate
         }
 
-        /// Whether `gate` opens within `bound`: a wait that cannot hang the test (the waiter is left behind).
-        static func opens(_ gate: Gate, within bound: Duration) async -> Bool {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
-                let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
-                    waiting.withLock { waiting in
-                        defer { waiting = nil }
-                        return waiting
-                    }
-                }
-                Task {
-                    await gate.wait()
-                    take()?.resume(returning: true)
-                }
-                Task {
-                    try? await Task.sleep(for: bound)
-                    take()?.resume(returning: false)
-                }
-            }
-        }
-
         /// What `data(for:)` threw, as the `URLError` code it must be.
         static func failure(_ work: () async throws -> Void) async -> URLError.Code? {
             do {
@@ -257,13 +236,16 @@
                     }
                     first.cancel()
                     held.signal()
-                    let inTime = await Self.opens(answered, within: .seconds(5))
+                    let inTime = await returns(within: .seconds(5)) { await answered.wait() }
                     #expect(inTime, "round \(rounds): the transfer after a late cancellation was never answered")
                     guard inTime else { return }
                     #expect((try? result.withLock { $0 }?.get().0) == Data("quick".utf8))
                 }
-                // The case this guards was met: handles were made again at the address just freed.
-                #expect(reused > 0, "no handle was made at a freed one's address in \(rounds) rounds")
+                // The case this guards was met: handles were made again at the address just freed. Not under
+                // ThreadSanitizer, whose allocator keeps freed blocks aside: there the rounds check the rest.
+                #expect(
+                    reused > 0 || runsUnderThreadSanitizer,
+                    "no handle was made at a freed one's address in \(rounds) rounds")
             }
         }
 

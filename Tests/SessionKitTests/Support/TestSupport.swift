@@ -132,3 +132,8 @@ func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result
         Thread { done.resume(returning: body()) }.start()
     }
 }
+
+/// Whether this test process runs under ThreadSanitizer (`swift test --sanitize=thread`): its runtime is linked in.
+/// Timing margins widen under it, and its allocator keeps freed memory aside, so a freed block's address is not
+/// handed out again at once.
+let runsUnderThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil

@@ -107,7 +107,7 @@ final class ScheduleRun: Sendable {
 
     /// Runs `schedule` and returns what it found.
     func run(_ schedule: [ScheduleStep]) async -> Outcome {
-        let finished = await Self.finishes(within: Self.bound) { await self.play(schedule) }
+        let finished = await returns(within: Self.bound) { await self.play(schedule) }
         if !finished {
             let loop = await world.transportReport()
             let done = steps.withLock { $0.count }
@@ -124,31 +124,6 @@ final class ScheduleRun: Sendable {
         // The model holds the sessions, whose refreshers hold the endpoint, which holds the model.
         if finished { model.state.withLock { $0.sessions.removeAll() } }
         return outcome
-    }
-
-    /// Whether `operation` returned within `bound`; one that did not is left running.
-    private static func finishes(
-        within bound: Duration, _ operation: @escaping @Sendable () async -> Void
-    ) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
-            let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
-                waiting.withLock { waiting in
-                    defer { waiting = nil }
-                    return waiting
-                }
-            }
-            let timer = Task {
-                try? await Task.sleep(for: bound)
-                take()?.resume(returning: false)
-            }
-            Task {
-                await operation()
-                // Taken before the timer is cancelled: a cancelled timer wakes at once and would take it first.
-                take()?.resume(returning: true)
-                timer.cancel()
-            }
-        }
     }
 
     private func play(_ schedule: [ScheduleStep]) async {
