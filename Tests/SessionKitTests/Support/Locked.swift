@@ -21,27 +21,3 @@ final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
-
-/// Whether `operation` returns within `bound` on the wall clock; one that does not is left running. For a test that
-/// waits on something that may never answer: it fails with a name instead of hanging until its time limit.
-func returns(within bound: Duration, _ operation: @escaping @Sendable () async -> Void) async -> Bool {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
-        let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
-            waiting.withLock { waiting in
-                defer { waiting = nil }
-                return waiting
-            }
-        }
-        let timer = Task {
-            try? await Task.sleep(for: bound)
-            take()?.resume(returning: false)
-        }
-        Task {
-            await operation()
-            // Taken before the timer is cancelled: a cancelled timer wakes at once and would take it first.
-            take()?.resume(returning: true)
-            timer.cancel()
-        }
-    }
-}

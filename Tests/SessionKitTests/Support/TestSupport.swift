@@ -64,6 +64,30 @@ func eventually(within limit: Duration, _ condition: @Sendable () -> Bool) async
     return true
 }
 
+/// Whether `operation` returns within `bound` on the wall clock; one that does not is left running. For a wait on
+/// work that may never answer, where ``eventually(within:_:)`` would spin a core for the whole bound: it suspends.
+func returns(within bound: Duration, _ operation: @escaping @Sendable () async -> Void) async -> Bool {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
+        let take: @Sendable () -> CheckedContinuation<Bool, Never>? = {
+            waiting.withLock { waiting in
+                defer { waiting = nil }
+                return waiting
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: bound)
+            take()?.resume(returning: false)
+        }
+        Task {
+            await operation()
+            // Taken before the timer is cancelled: a cancelled timer wakes at once and would take it first.
+            take()?.resume(returning: true)
+            timer.cancel()
+        }
+    }
+}
+
 /// Waits, at most a minute, until no transfer of `session` runs, on whichever transport it uses.
 func transfersStop(in session: UserSession) async -> Bool {
     #if os(Linux)

@@ -211,8 +211,8 @@
         }
 
         /// What the loop holds, for a test that waited too long to say why: the sockets watched, libcurl's timer, and
-        /// each transfer's URL, age, whether its answer began, its connection's local port and the bytes moved; on the
-        /// loop's thread.
+        /// each transfer's origin and path (never its query, which may carry a secret), how long libcurl has run it,
+        /// whether its answer began, its connection's local port and the bytes moved; on the loop's thread.
         func report() -> String {
             let now = Self.now()
             var lines = [
@@ -226,9 +226,9 @@
                 _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_SIZE_UPLOAD_T, &sent)
                 _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_SIZE_DOWNLOAD_T, &received)
                 _ = sk_curl_easy_getinfo_offset(transfer.easy, CURLINFO_TOTAL_TIME_T, &elapsed)
+                let origin = Origin(transfer.url)?.description ?? "?"
                 lines.append(
-                    "  \(transfer.url.absoluteString): made \((now - transfer.made) / 1_000_000) ms ago, "
-                        + "\(elapsed / 1000) ms in libcurl, answered \(transfer.answered), cancelled "
+                    "  \(origin)\(transfer.url.path): \(elapsed / 1000) ms in libcurl, answered \(transfer.answered), cancelled "
                         + "\(transfer.cancelled), local port \(port), bytes sent \(sent), received \(received)")
             }
             return lines.joined(separator: "\n")

@@ -10,8 +10,6 @@
     final class CurlTransfer: @unchecked Sendable {
         let easy: UnsafeMutableRawPointer
         let url: URL
-        /// When it was made (monotonic nanoseconds), for ``CurlEventLoop/report()``.
-        let made = CurlEventLoop.now()
         /// When the loop fails the transfer with `timedOut` if no byte of an answer has come (monotonic nanoseconds).
         let firstByteDeadline: UInt64?
         /// The client whose share handle the transfer uses, held until it completes.
