@@ -65,6 +65,13 @@ enum Timeline {
             return
                 "sessions checked against the shared store: \(field("ended")) of \(field("checked")) found signed out"
         case .signedOutElsewhere: return "signed out in another process; the session here ended"
+        case .accountEnded:
+            return "the provider ended the account (\(field("reason"))): \(field("sessions")) session(s) here, "
+                + "record \(field("record"))"
+        case .backChannelLogout:
+            let check = event.fields["check"].map { " (\($0))" } ?? ""
+            return "back-channel logout token \(field("outcome"))\(check) by \(field("by")); "
+                + "\(field("ended")) account(s) ended"
         case .requestRefusedAfterEnd: return "a \(field("method")) request was refused: its session had ended"
         case .credentialsWithheld:
             return "redirect \(field("status")) from \(field("from")) to \(field("to")): credentials withheld"

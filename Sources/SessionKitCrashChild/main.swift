@@ -477,6 +477,27 @@ func crossProcess(signer: Bool, directory: String, resource: URL, loops: Int) as
     }
 }
 
+/// `back-channel`: restores every account of the store and prints `ended <subject> <issuer> <monotonic ns>` when a
+/// session ends (another process ended its account); on `quit`, prints `live <subject>@<issuer>,…` and exits.
+func backChannel(directory: String) async {
+    do {
+        let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: CountingTokenEndpoint()))
+        await manager.restore()
+        for session in manager.sessions {
+            let account = session.account
+            session.onEnd { emit("ended \(account.subject) \(account.issuer) \(monotonicNanoseconds())") }
+        }
+        emit("ready \(manager.sessions.count)")
+        guard readLine() == "quit" else { fail("the parent did not say quit") }
+        let live = manager.sessions.filter(\.isActive).map { "\($0.account.subject)@\($0.account.issuer)" }
+        emit("live " + live.sorted().joined(separator: ","))
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+
 func lockedLaunch(directory: String, accounts: Int) async {
     do {
         let store = try FileCredentialStore(directory: URL(fileURLWithPath: directory))
@@ -572,6 +593,8 @@ case ("cross-process", 5):
         let loops = Int(arguments[4]), loops > 0
     else { fail("usage: cross-process <signer|follower> <credentials-directory> <resource-url> <loops>") }
     await crossProcess(signer: arguments[1] == "signer", directory: arguments[2], resource: resource, loops: loops)
+case ("back-channel", 2):
+    await backChannel(directory: arguments[1])
 case ("locked-launch", 3):
     guard let accounts = Int(arguments[2]) else { fail("usage: locked-launch <credentials-directory> <accounts>") }
     await lockedLaunch(directory: arguments[1], accounts: accounts)
@@ -619,7 +642,7 @@ default:
             + "sign-out <root> <with-data|without-data> <revocation-µs> | "
             + "refresh-burst <directory> <token-endpoint> <client-id> <resource> <requests> | "
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
-            + "locked-launch <credentials-directory> <accounts> | "
+            + "locked-launch <credentials-directory> <accounts> | back-channel <credentials-directory> | "
             + "unreadable-store <credentials-directory> <issuer> <subject> | proofs-then-exit <proofs> | fork-signatures | "
             + "secret-service-check <service>")
 }

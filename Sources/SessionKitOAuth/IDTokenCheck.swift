@@ -1,7 +1,10 @@
-/// The check of OpenID Connect Core §3.1.3.7 (and §12.2 for refreshes) that an ID token failed.
+/// The check of OpenID Connect Core §3.1.3.7 (and §12.2 for refreshes) that an ID token failed, or of OpenID
+/// Connect Back-Channel Logout 1.0 §2.6 that a logout token failed.
 ///
-/// Carried by a ``SessionError`` of code ``SessionError/Code/idTokenRejected`` as
-/// ``SessionError/idTokenCheck``. The checks are static values, like ``SessionError/Code``, so new ones can be added
+/// Carried by a ``SessionError`` of code ``SessionError/Code/idTokenRejected`` (or
+/// ``SessionError/Code/logoutTokenRejected``) as ``SessionError/idTokenCheck``. A logout token is checked as an ID
+/// token is (format, algorithm, key, signature, issuer, audience, expiry, issuedAt), then by the checks below that
+/// only a logout token has. The checks are static values, like ``SessionError/Code``, so new ones can be added
 /// without breaking callers that switch on them.
 public struct IDTokenCheck: Hashable, Sendable, CustomStringConvertible {
     private let name: String
@@ -45,6 +48,22 @@ public struct IDTokenCheck: Hashable, Sendable, CustomStringConvertible {
     /// A refreshed ID token names another issuer, subject or audience than the account it refreshes
     /// (OpenID Connect Core §12.2): it is refused, never adopted.
     public static let sameAccount = IDTokenCheck("sameAccount")
+
+    // MARK: Logout tokens (Back-Channel Logout 1.0 §2.4, §2.6)
+
+    /// A logout token's `typ` header is present and not `logout+jwt` (an ID token or an access token offered as a
+    /// logout token says `JWT` or `at+jwt`).
+    public static let tokenType = IDTokenCheck("tokenType")
+    /// A logout token's `events` is not an object with the member
+    /// `http://schemas.openid.net/event/backchannel-logout` whose value is an object.
+    public static let logoutEvent = IDTokenCheck("logoutEvent")
+    /// A logout token names neither a `sub` nor a `sid` (each, when present, a non-empty string).
+    public static let subjectOrSession = IDTokenCheck("subjectOrSession")
+    /// A logout token has no `jti` string of 1 to 255 bytes.
+    public static let tokenID = IDTokenCheck("tokenID")
+    /// A logout token's `jti` was accepted before: a replay. A logout token naming only `sub` replayed later would
+    /// end a session the user started after it.
+    public static let replay = IDTokenCheck("replay")
 
     /// The check's name.
     public var description: String { name }

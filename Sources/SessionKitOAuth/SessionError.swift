@@ -86,6 +86,9 @@ public struct SessionError: Error, Sendable, Hashable, CustomStringConvertible, 
         /// A provider's discovery document or key set is unusable: its `issuer` is not the one asked for, an
         /// endpoint is not `https`, a required member is missing (OpenID Connect Discovery 1.0 §4.3, RFC 8414 §3.3).
         case providerMetadataRejected
+        /// An OpenID Connect Back-Channel Logout token failed validation; ``SessionError/idTokenCheck`` names the
+        /// check it failed (Back-Channel Logout 1.0 §2.6). Nothing was ended.
+        case logoutTokenRejected
 
         /// The code's name, for logs.
         public var description: String { rawValue }

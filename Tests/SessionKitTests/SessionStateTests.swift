@@ -24,7 +24,7 @@ import Testing
         .restoreStarted, .restored(bob), .restoredOffline(bob), .restoredNothing, .restoreFailed(failure),
         .restoreRejected(bob), .signInStarted, .signedIn(bob), .signInFailed(failure), .signInAbandoned(bob),
         .refreshStarted, .refreshSucceeded, .refreshFailedTransiently, .refreshFailed, .refreshRejected,
-        .userCancelled, .signedOut, .switched(bob),
+        .userCancelled, .signedOut, .switched(bob), .accountEnded(bob, .appleIDRevoked),
     ]
 
     /// From restoring (`.restoring`).
@@ -47,6 +47,7 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .stays),
+        (.accountEnded(bob, .appleIDRevoked), .stays),
     ]
 
     /// From signedOut (`.signedOut`).
@@ -69,6 +70,7 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .stays),
     ]
 
     /// From authenticating (`.authenticating`).
@@ -91,6 +93,7 @@ import Testing
         (.userCancelled, .becomes(.signedOut)),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .stays),
+        (.accountEnded(bob, .appleIDRevoked), .stays),
     ]
 
     /// From activeOnline (`.active(alice, offline: false)`).
@@ -113,6 +116,7 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .becomes(.accountEnded(bob, .appleIDRevoked))),
     ]
 
     /// From activeOffline (`.active(alice, offline: true)`).
@@ -135,6 +139,7 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .becomes(.accountEnded(bob, .appleIDRevoked))),
     ]
 
     /// From refreshing (`.refreshing(alice)`).
@@ -157,6 +162,7 @@ import Testing
         (.userCancelled, .becomes(.active(alice, offline: false))),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .becomes(.accountEnded(bob, .appleIDRevoked))),
     ]
 
     /// From reauthenticationRequired (`.reauthenticationRequired(alice)`).
@@ -179,6 +185,7 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .becomes(.accountEnded(bob, .appleIDRevoked))),
     ]
 
     /// From failed (`.failed(failure)`).
@@ -201,6 +208,30 @@ import Testing
         (.userCancelled, .stays),
         (.signedOut, .becomes(.signedOut)),
         (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .becomes(.accountEnded(bob, .appleIDRevoked))),
+    ]
+
+    /// From accountEnded (`.accountEnded(alice, .backChannelLogout)`): the provider ended Alice, nobody is current.
+    static let accountEnded: Row = [
+        (.restoreStarted, .becomes(.restoring)),
+        (.restored(bob), .stays),
+        (.restoredOffline(bob), .stays),
+        (.restoredNothing, .stays),
+        (.restoreFailed(failure), .stays),
+        (.restoreRejected(bob), .stays),
+        (.signInStarted, .becomes(.authenticating)),
+        (.signedIn(bob), .becomes(.active(bob, offline: false))),
+        (.signInFailed(failure), .stays),
+        (.signInAbandoned(bob), .stays),
+        (.refreshStarted, .stays),
+        (.refreshSucceeded, .stays),
+        (.refreshFailedTransiently, .stays),
+        (.refreshFailed, .stays),
+        (.refreshRejected, .stays),
+        (.userCancelled, .stays),
+        (.signedOut, .becomes(.signedOut)),
+        (.switched(bob), .becomes(.active(bob, offline: false))),
+        (.accountEnded(bob, .appleIDRevoked), .stays),
     ]
 
     /// Every state, with its row.
@@ -213,6 +244,7 @@ import Testing
         (.refreshing(alice), refreshing),
         (.reauthenticationRequired(alice), reauthenticationRequired),
         (.failed(failure), failed),
+        (.accountEnded(alice, .backChannelLogout), accountEnded),
     ]
 
     static let states: [SessionState] = table.map { $0.state }

@@ -42,6 +42,11 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     /// is only good at the client it was issued to); `nil` for the manager's default provider, and in records saved
     /// before it was kept.
     public var provider: Provider.ID?
+    /// The `sid` of the ID token the account signed in with (its session at the provider), so that a back-channel
+    /// logout naming it finds the account in any process (``SessionManager/receiveBackChannelLogout(_:from:)``);
+    /// `nil` when the ID token had none, or there was none. An identifier, not a credential: kept whether or not the
+    /// ID token is.
+    public var providerSessionID: String?
 
     /// Creates a record.
     ///
@@ -57,6 +62,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
     ///   - savedAt: When it was written.
     ///   - selectedAt: When the account last became the current one.
     ///   - provider: The provider the account signed in through; `nil` for the default one.
+    ///   - providerSessionID: The `sid` of the account's ID token, if it had one.
     public init(
         account: Account,
         refreshToken: String?,
@@ -68,7 +74,8 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         proofKey: DPoPKey? = nil,
         savedAt: Date = Date(),
         selectedAt: Date? = nil,
-        provider: Provider.ID? = nil
+        provider: Provider.ID? = nil,
+        providerSessionID: String? = nil
     ) {
         self.version = Self.currentVersion
         self.account = account
@@ -82,6 +89,7 @@ public struct CredentialRecord: Sendable, Equatable, Codable, CustomStringConver
         self.savedAt = savedAt
         self.selectedAt = selectedAt
         self.provider = provider
+        self.providerSessionID = providerSessionID
     }
 
     /// The account and which tokens are present, with every token redacted.
@@ -109,6 +117,7 @@ extension CredentialRecord: CustomReflectable {
                 "savedAt": savedAt,
                 "selectedAt": selectedAt as Any,
                 "provider": provider as Any,
+                "providerSessionID": providerSessionID as Any,
             ],
             displayStyle: .struct
         )

@@ -146,6 +146,34 @@ package final class CredentialVault: Sendable {
         }
     }
 
+    /// Enqueues the deletion of `account`'s record if, when its turn comes, there is one and `condition` holds for
+    /// it: a record read under the store's refresh lock, so no other process's write is between the check and the
+    /// deletion.
+    ///
+    /// - Parameters:
+    ///   - account: The account whose record to delete.
+    ///   - condition: Whether the record read is the one to delete.
+    /// - Returns: The pending deletion: whether a record was deleted, or the error reading or deleting threw. A
+    ///   record that cannot be read is left as it is.
+    func enqueueDelete(
+        for account: Account, where condition: @escaping @Sendable (CredentialRecord) -> Bool
+    ) -> Task<Result<Bool, any Error>, Never> {
+        let store = self.store
+        return enqueue(on: account) {
+            do {
+                var deleted = false
+                try await Self.holdingRefreshLock(of: store) {
+                    guard let record = try await store.load(for: account), condition(record) else { return }
+                    try await store.delete(for: account)
+                    deleted = true
+                }
+                return .success(deleted)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
     /// Loads `account`'s record after every operation enqueued before this call has finished.
     ///
     /// - Parameter account: The account to look up.

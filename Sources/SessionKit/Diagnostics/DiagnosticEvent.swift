@@ -79,6 +79,14 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         case crossProcessReconciled = "cross_process.reconciled"
         /// The account was signed out in another process; its session here ended.
         case signedOutElsewhere = "cross_process.signed_out"
+        /// The provider ended the account (``SessionManager/endAccount(_:because:)``): `reason` (an
+        /// ``AccountEnding``'s name), `sessions` (how many live sessions here ended: 0 or 1), `record` (`deleted`,
+        /// `not found`, `failed (code)`: the account's record in the store, which the other processes on it follow).
+        case accountEnded = "account.ended"
+        /// A back-channel logout token was received (``SessionManager/receiveBackChannelLogout(_:from:)``):
+        /// `outcome` (`accepted`, or `refused` with `check`, the ``IDTokenCheck`` it failed), `by` (`sub`, `sid`,
+        /// `sub+sid`), `ended` (how many accounts it ended). The token, its `sub` and its `sid` are never told.
+        case backChannelLogout = "account.back_channel_logout"
         /// A request was refused because its session had ended: `kind` (the request's kind).
         case requestRefusedAfterEnd = "request.refused_after_end"
         /// A redirect left the origin and the session's credentials were withheld from it: `from`, `to` (origins),

@@ -24,7 +24,7 @@ import SessionKitOAuth
 /// | `switchTo(s)`                 | if `s` is live and active: current, `.switched`           | `.switched(others or nil)`  |
 /// | `signedOutElsewhere(s)`       | `s` leaves; if current, its successor follows             | `.left(…, successor, Δ)`    |
 /// | `rejected(s)`                 | `s` leaves; if current, nobody is, `.refreshRejected`     | `.left(…, nil, Δ)`          |
-/// | `detach(s?, done)`            | see ``detach(_:until:)``                                  | `.detached`                 |
+/// | `detach(s?, done, e?)`        | see ``detach(_:until:ending:)``                           | `.detached`                 |
 /// | `signOutFinished(a, done)`    | forgets `done` among `a`'s sign-outs                      | `.none`                     |
 /// | `containersToBind`            | drops containers that are gone                            | `.bind(current, containers)`|
 /// | `register…`                   | appends, in registration order                            | `.none`                     |
@@ -107,7 +107,7 @@ struct ManagerState {
         case switchTo(UserSession)
         case signedOutElsewhere(UserSession)
         case rejected(UserSession)
-        case detach(UserSession?, until: Broadcast<Void>)
+        case detach(UserSession?, until: Broadcast<Void>, ending: AccountEnding?)
         case signOutFinished(Account, Broadcast<Void>)
         case containersToBind
         case registerContainer(WeakBindable)
@@ -179,8 +179,8 @@ struct ManagerState {
             guard current === session else { return .left(wasCurrent: false, successor: nil, stateChanged: false) }
             current = nil
             return .left(wasCurrent: true, successor: nil, stateChanged: transition(.refreshRejected))
-        case .detach(let session, let finished):
-            return .detached(detach(session, until: finished))
+        case .detach(let session, let finished, let ending):
+            return .detached(detach(session, until: finished, ending: ending))
         case .signOutFinished(let account, let finished):
             signOuts[account]?.removeAll { $0 === finished }
             if signOuts[account]?.isEmpty == true { signOuts[account] = nil }
@@ -253,18 +253,25 @@ struct ManagerState {
     /// state there.
     ///
     /// - Returns: The new current session, if any, and whether the state changed.
-    mutating func succeed() -> (UserSession?, Bool) {
+    ///
+    /// - Parameter ending: Why the provider ended the current account, when it did: with no successor the state
+    ///   says so (``SessionState/accountEnded(_:_:)``) instead of ``SessionState/signedOut``.
+    mutating func succeed(after ending: (Account, AccountEnding)? = nil) -> (UserSession?, Bool) {
         let successor = sessions.filter(\.isActive).min {
             SessionManager.precedes(($0.account, $0.selectedAt), ($1.account, $1.selectedAt))
         }
         current = successor
-        return (successor, transition(successor.map { .switched($0.account) } ?? .signedOut))
+        let nobody: SessionState.Event = ending.map { .accountEnded($0.0, $0.1) } ?? .signedOut
+        return (successor, transition(successor.map { .switched($0.account) } ?? nobody))
     }
 
     /// Sign-out's detach: the session to sign out (`session`, else the current one) leaves `sessions`, its successor
     /// becomes current if it was, and a sign-in of its account waits for `finished`. A session a re-login replaced
     /// is `superseded`: its account's data belongs to the live session. `nil` when there is nothing to sign out.
-    mutating func detach(_ session: UserSession?, until finished: Broadcast<Void>) -> Detached? {
+    /// With `ending` (the provider ended the account) and no successor, the state tells why.
+    mutating func detach(
+        _ session: UserSession?, until finished: Broadcast<Void>, ending: AccountEnding? = nil
+    ) -> Detached? {
         guard let target = session ?? current else { return nil }
         if !sessions.contains(where: { $0 === target }), sessions.contains(where: { $0.account == target.account }) {
             return .superseded(target)
@@ -273,7 +280,7 @@ struct ManagerState {
         let wasCurrent = current === target
         var successor: UserSession?
         var changed = false
-        if wasCurrent { (successor, changed) = succeed() }
+        if wasCurrent { (successor, changed) = succeed(after: ending.map { (target.account, $0) }) }
         signOuts[target.account, default: []].append(finished)
         return .detached(target, wasCurrent: wasCurrent, successor: successor, stateChanged: changed)
     }

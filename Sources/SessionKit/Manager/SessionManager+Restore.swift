@@ -146,7 +146,7 @@ extension SessionManager {
         let provider = try configuration.provider(record.provider, for: account)
         let session = makeSession(
             account: account, tokens: record.tokens(clock: configuration.sessionConfiguration.clock),
-            provider: provider)
+            provider: provider, providerSessionID: record.providerSessionID)
         session.restoreSelection(record.selectedAt)
         return session
     }

@@ -42,6 +42,12 @@ extension SessionManager {
     public func signOut(_ session: UserSession? = nil, options: SignOutOptions = SignOutOptions()) async
         -> SignOutReport?
     {
+        await end(session, options: options, ending: nil)
+    }
+
+    /// Sign-out's phases for `session`, for the user's sign-out (`ending` `nil`) or the provider's ending of the
+    /// account (``endAccount(_:because:)``), which the state, the report and the diagnostics tell.
+    func end(_ session: UserSession?, options: SignOutOptions, ending: AccountEnding?) async -> SignOutReport? {
         let clock = configuration.sessionConfiguration.clock
         let started = clock.now
         let deadline = started.advanced(by: options.localTimeout)
@@ -53,7 +59,7 @@ extension SessionManager {
         // critical section that detaches (the one critical section besides `send`), and only for a session the
         // state detached, never for one a re-login superseded.
         let detached = guarded.withLock { state -> Detached? in
-            let detached = state.detach(session, until: finished)
+            let detached = state.detach(session, until: finished, ending: ending)
             // The state change is told only once the intent is written: a stream's reader sees no signed-out state
             // before it is durable.
             defer { tell(&state) }
@@ -67,6 +73,7 @@ extension SessionManager {
         guard case .detached(let target, let wasCurrent, let successor, let stateChanged) = detached else {
             guard case .superseded(let target) = detached else { return nil }
             var report = SignOutReport(account: target.account)
+            report.endedBy = ending
             report.cancelledRequests = target.finish(refreshError: nil)?.cancelledRequests ?? 0
             return report
         }
@@ -76,6 +83,7 @@ extension SessionManager {
             finished.resolve(.success(()))
         }
         var report = SignOutReport(account: account)
+        report.endedBy = ending
         report.purgeIntent = .succeeded
         if let journalFailure {
             report.purgeIntent = .failed((journalFailure as? SessionError)?.code ?? .storageFailure)

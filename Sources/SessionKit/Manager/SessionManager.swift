@@ -229,7 +229,9 @@ public final class SessionManager: Sendable, Observable {
 
     /// A session of `account` through `provider` (resolved by ``Configuration/provider(_:for:)``; `nil` for the
     /// default one): it refreshes at that provider's token endpoint, and its records name it.
-    func makeSession(account: Account, tokens: TokenSet, provider: Provider?) -> UserSession {
+    func makeSession(
+        account: Account, tokens: TokenSet, provider: Provider?, providerSessionID: String? = nil
+    ) -> UserSession {
         var endpoint = configuration.tokenEndpoint(of: provider)
         if let inner = endpoint, let prompt = configuration.userPresence {
             endpoint = PresenceGuardedEndpoint(inner: inner, prompt: prompt)
@@ -243,7 +245,8 @@ public final class SessionManager: Sendable, Observable {
             refreshPolicy: configuration.refreshPolicy,
             ledger: ledger,
             provider: provider?.id,
-            revoker: configuration.revoker(of: provider)
+            revoker: configuration.revoker(of: provider),
+            providerSessionID: providerSessionID
         )
         session.useDownloadsDirectory(directories.downloads(of: account))
         session.setEventHandler { [weak self, weak session] event in

@@ -18,6 +18,10 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     case refreshing(Account)
     /// The provider rejected the account's refresh token: the app shows sign-in for this account.
     case reauthenticationRequired(Account)
+    /// The provider ended the current account, for the reason given (``SessionManager/endAccount(_:because:)``: Sign
+    /// in with Apple revoked, a back-channel logout), and no other account is live: the app shows sign-in, saying
+    /// why.
+    case accountEnded(Account, AccountEnding)
     /// Sign-in or restore failed for a reason the user must see.
     case failed(SessionError)
 
@@ -61,6 +65,8 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case signedOut
         /// The app switched to another live account.
         case switched(Account)
+        /// The provider ended the current account and none other is current.
+        case accountEnded(Account, AccountEnding)
 
         /// Representative values of every case, for exhaustive tests.
         public static var allCases: [Event] {
@@ -71,6 +77,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
                 .signedIn(account), .signInFailed(SessionError(.authorizationFailed, "example")),
                 .signInAbandoned(account), .refreshStarted, .refreshSucceeded, .refreshFailedTransiently,
                 .refreshFailed, .refreshRejected, .userCancelled, .signedOut, .switched(account),
+                .accountEnded(account, .backChannelLogout),
             ]
         }
 
@@ -95,6 +102,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
             case .userCancelled: "userCancelled"
             case .signedOut: "signedOut"
             case .switched: "switched"
+            case .accountEnded: "accountEnded"
             }
         }
     }
@@ -102,7 +110,9 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     /// The account the state is about, if any.
     public var account: Account? {
         switch self {
-        case .active(let account, _), .refreshing(let account), .reauthenticationRequired(let account): account
+        case .active(let account, _), .refreshing(let account), .reauthenticationRequired(let account),
+            .accountEnded(let account, _):
+            account
         case .restoring, .signedOut, .authenticating, .failed: nil
         }
     }
@@ -114,7 +124,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     package func applying(_ event: Event) -> SessionState {
         switch (self, event) {
         // Restore begins only at launch-like moments, never in the middle of a live session.
-        case (.signedOut, .restoreStarted), (.failed, .restoreStarted): .restoring
+        case (.signedOut, .restoreStarted), (.failed, .restoreStarted), (.accountEnded, .restoreStarted): .restoring
         case (.restoring, .restored(let account)): .active(account, offline: false)
         case (.restoring, .restoredOffline(let account)): .active(account, offline: true)
         case (.restoring, .restoredNothing): .signedOut
@@ -125,9 +135,10 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
 
         // A sign-in can begin from anywhere that is not already busy restoring or signing in.
         case (.signedOut, .signInStarted), (.failed, .signInStarted), (.reauthenticationRequired, .signInStarted),
-            (.active, .signInStarted), (.refreshing, .signInStarted):
+            (.accountEnded, .signInStarted), (.active, .signInStarted), (.refreshing, .signInStarted):
             .authenticating
-        case (.authenticating, .signedIn(let account)), (.reauthenticationRequired, .signedIn(let account)):
+        case (.authenticating, .signedIn(let account)), (.reauthenticationRequired, .signedIn(let account)),
+            (.accountEnded, .signedIn(let account)):
             .active(account, offline: false)
         case (.authenticating, .signInFailed(let error)): .failed(error)
         // The account that was current before the sign-in began is still signed in: the failure is the caller's
@@ -152,11 +163,16 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case (.refreshing(let account), .userCancelled): .active(account, offline: false)
 
         case (.restoring, .signedOut), (.authenticating, .signedOut), (.active, .signedOut), (.refreshing, .signedOut),
-            (.reauthenticationRequired, .signedOut), (.failed, .signedOut):
+            (.reauthenticationRequired, .signedOut), (.failed, .signedOut), (.accountEnded, .signedOut):
             .signedOut
+        // The provider's ending of the current account, with nobody to succeed it: the app shows why.
+        case (.active, .accountEnded(let account, let ending)), (.refreshing, .accountEnded(let account, let ending)),
+            (.reauthenticationRequired, .accountEnded(let account, let ending)),
+            (.failed, .accountEnded(let account, let ending)):
+            .accountEnded(account, ending)
         case (.active, .switched(let account)), (.refreshing, .switched(let account)),
             (.reauthenticationRequired, .switched(let account)), (.signedOut, .switched(let account)),
-            (.failed, .switched(let account)):
+            (.failed, .switched(let account)), (.accountEnded, .switched(let account)):
             .active(account, offline: false)
 
         default: self
@@ -172,6 +188,7 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
         case .active(let account, let offline): "active(\(account)\(offline ? ", offline" : ""))"
         case .refreshing(let account): "refreshing(\(account))"
         case .reauthenticationRequired(let account): "reauthenticationRequired(\(account))"
+        case .accountEnded(let account, let ending): "accountEnded(\(account), \(ending))"
         case .failed(let error): "failed(\(error.code))"
         }
     }

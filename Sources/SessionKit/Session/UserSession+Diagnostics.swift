@@ -34,6 +34,7 @@ extension SessionState {
         case .active(_, let offline): offline ? "active(offline)" : "active"
         case .refreshing: "refreshing"
         case .reauthenticationRequired: "reauthenticationRequired"
+        case .accountEnded(_, let ending): "accountEnded(\(ending))"
         case .failed(let error): "failed(\(error.code))"
         }
     }

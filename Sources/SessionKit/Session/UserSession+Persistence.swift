@@ -197,7 +197,8 @@ extension UserSession {
             proofKey: tokens.proofKey,
             savedAt: configuration.clock.wallNow,
             selectedAt: selectedAt,
-            provider: provider
+            provider: provider,
+            providerSessionID: tokens.idToken.flatMap(JWT.sessionID(of:)) ?? restoredProviderSessionID
         )
     }
 }

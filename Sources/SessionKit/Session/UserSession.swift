@@ -43,6 +43,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// revocation of the account goes to that provider's client; `nil` for the manager's default provider, and for
     /// a session made outside a manager.
     public let provider: Provider.ID?
+    /// The `sid` the account's record held when the session was restored from it (a record holds no ID token unless
+    /// asked to): the provider session this one continues.
+    let restoredProviderSessionID: String?
     /// How sign-out revokes this session's tokens: its provider's revoker.
     let revoker: (any TokenRevoker)?
     /// Whether the session is active, its tokens, and everything `end()` ends, with the rest of what the session
@@ -98,9 +101,11 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
         ledger: WriteLedger? = nil,
         provider: Provider.ID? = nil,
-        revoker: (any TokenRevoker)? = nil
+        revoker: (any TokenRevoker)? = nil,
+        providerSessionID: String? = nil
     ) {
         self.serial = .next()
+        self.restoredProviderSessionID = providerSessionID
         self.provider = provider
         self.revoker = revoker
         self.ledger = ledger
@@ -148,6 +153,15 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     /// For inspection and tests. Requests get their token from the session when they are sent; copying this
     /// value into a request of your own would send it after a refresh replaced it, or after the session ended.
     public var tokens: TokenSet? { lifetime(.tokens).tokens }
+
+    /// The user's session at the provider this session belongs to: the `sid` of the ID token it holds (the one it
+    /// signed in with, or a refresh's), else the one its record held when it was restored; `nil` when neither had
+    /// one, and once the session has ended. A back-channel logout naming it ends this session
+    /// (``SessionManager/receiveBackChannelLogout(_:from:)``).
+    public var providerSessionID: String? {
+        guard let tokens else { return nil }
+        return tokens.idToken.flatMap(JWT.sessionID(of:)) ?? restoredProviderSessionID
+    }
 
     /// The number of requests in flight.
     package var requestsInFlight: Int {

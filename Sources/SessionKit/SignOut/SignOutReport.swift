@@ -45,6 +45,9 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
 
     /// The account signed out.
     public let account: Account
+    /// Why the provider ended the account, for an ending (``SessionManager/endAccount(_:because:)``); `nil` for a
+    /// sign-out the app asked for.
+    public internal(set) var endedBy: AccountEnding?
     /// How many requests were in flight and cancelled.
     public internal(set) var cancelledRequests = 0
     /// Writes with the wait policy that completed within their bound.
@@ -96,8 +99,9 @@ public struct SignOutReport: Sendable, CustomStringConvertible {
     /// A summary for logs that names every step with its outcome; it contains no credential material.
     public var description: String {
         let resources = resourcePurges.map { "\($0.resource) \($0.outcome)" }
+        let why = endedBy.map { " (ended by the provider: \($0))" } ?? ""
         return """
-            sign-out of \(account): \(cancelledRequests) requests cancelled; writes waited \(writesWaitedFor), \
+            sign-out of \(account)\(why): \(cancelledRequests) requests cancelled; writes waited \(writesWaitedFor), \
             abandoned \(writesAbandoned), handed off \(writesHandedOff), discarded \(writesDiscarded); \
             refresh-token revocation \(refreshTokenRevocation), access-token revocation \(accessTokenRevocation), \
             server session \(serverSession), provider logout \(providerLogout); \

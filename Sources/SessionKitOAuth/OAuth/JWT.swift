@@ -42,6 +42,19 @@ package enum JWT {
         return claims
     }
 
+    /// The `sid` claim of an ID token (OpenID Connect Front-Channel and Back-Channel Logout 1.0): the user's session
+    /// at the provider, which a logout token may name; `nil` when the token is unreadable or has no `sid` string of 1
+    /// to 255 bytes.
+    ///
+    /// - Parameter idToken: A compact JWS, from the token endpoint.
+    /// - Returns: The session identifier, or `nil`.
+    package static func sessionID(of idToken: String) -> String? {
+        guard case .string(let sid)? = try? claims(of: idToken)["sid"], !sid.isEmpty, sid.utf8.count <= 255 else {
+            return nil
+        }
+        return sid
+    }
+
     /// The `sub` claim: the user's stable identifier at the issuer.
     ///
     /// - Parameter idToken: A compact JWS.

@@ -44,6 +44,10 @@ extension OpenIDProvider {
         public var requestTimeout: Duration
         /// The clock of the caches, of token expiry and of device polling.
         public var clock: any SessionClock
+        /// How old a logout token's `iat` may be on the provider's clock, beyond the leeway, for
+        /// ``OpenIDProvider/validate(logoutToken:)``: five minutes by default. A provider sends its logout token when
+        /// the user's session ends there; an older one is a replay or a delivery too late to trust.
+        public var logoutTokenMaximumAge: Duration = .seconds(300)
 
         /// Creates a configuration.
         ///

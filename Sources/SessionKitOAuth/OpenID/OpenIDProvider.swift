@@ -79,6 +79,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
     package let serverClock = ProviderClock()
     package let transport: OAuthTransport
     private let state = Lock(State())
+    /// The `jti`s of the logout tokens accepted, so that none is accepted twice.
+    package let logoutReplay = LogoutTokenReplayGuard()
 
     /// Creates a provider client. Nothing is fetched until a call needs the provider's metadata.
     ///
@@ -258,7 +260,8 @@ public final class OpenIDProvider: TokenEndpoint, TokenRevoker, Sendable, Custom
 
     // MARK: - Keys
 
-    private func keySet(refetch: Bool) async throws -> JSONWebKeySet? {
+    /// The key set, fetched again for `refetch` at most once per ``Configuration/minimumKeyRefetchInterval``.
+    func keySet(refetch: Bool) async throws -> JSONWebKeySet? {
         let clock = configuration.clock
         let lifetime = configuration.keySetLifetime
         let minimum = configuration.minimumKeyRefetchInterval
