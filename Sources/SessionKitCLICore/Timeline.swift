@@ -68,6 +68,7 @@ enum Timeline {
         case .accountEnded:
             return "the provider ended the account (\(field("reason"))): \(field("sessions")) session(s) here, "
                 + "record \(field("record"))"
+        case .appleIDChecked: return "Sign in with Apple credential state: \(field("state"))"
         case .backChannelLogout:
             let check = event.fields["check"].map { " (\($0))" } ?? ""
             return "back-channel logout token \(field("outcome"))\(check) by \(field("by")); "

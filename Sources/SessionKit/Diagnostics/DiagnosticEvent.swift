@@ -83,6 +83,9 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         /// ``AccountEnding``'s name), `sessions` (how many live sessions here ended: 0 or 1), `record` (`deleted`,
         /// `not found`, `failed (code)`: the account's record in the store, which the other processes on it follow).
         case accountEnded = "account.ended"
+        /// A Sign in with Apple account's credential state was read (``AppleIDCredentialMonitor``): `state`
+        /// (`authorized`, `revoked`, `notFound`, `transferred`, or `unknown (code)` when it could not be read).
+        case appleIDChecked = "account.apple_id_checked"
         /// A back-channel logout token was received (``SessionManager/receiveBackChannelLogout(_:from:)``):
         /// `outcome` (`accepted`, or `refused` with `check`, the ``IDTokenCheck`` it failed), `by` (`sub`, `sid`,
         /// `sub+sid`), `ended` (how many accounts it ended). The token, its `sub` and its `sid` are never told.
