@@ -51,6 +51,8 @@ struct ManagerState {
 
     var containers: [WeakBindable] = []
     var resources: [any UserScopedResource] = []
+    /// The resets of the current user's identity elsewhere (analytics), run inside sign-out's detach.
+    var identityResets: [IdentityReset] = []
     var continuations: [Int: AsyncStream<SessionState>.Continuation] = [:]
     var nextID = 0
 
@@ -112,6 +114,7 @@ struct ManagerState {
         case containersToBind
         case registerContainer(WeakBindable)
         case registerResource(any UserScopedResource)
+        case registerIdentityReset(IdentityReset)
         case storageFailed(Account, SessionError)
         case stored(Account)
         case storeRetry(StoreRetry, starting: Bool)
@@ -193,6 +196,9 @@ struct ManagerState {
             return .none
         case .registerResource(let resource):
             resources.append(resource)
+            return .none
+        case .registerIdentityReset(let reset):
+            identityResets.append(reset)
             return .none
         case .storageFailed(let account, let error):
             storageFailures[account] = error
@@ -314,4 +320,11 @@ enum PendingWorkKind: Sendable {
     case serverSteps
     /// A write handed off at sign-out, running on its own.
     case handedOffWrite
+}
+
+/// A reset of the current user's identity outside SessionKit (an analytics SDK's `reset()`), run when the current
+/// account leaves (``SessionManager/registerIdentityReset(named:_:)``).
+struct IdentityReset: Sendable {
+    let name: String
+    let reset: @Sendable (Account) -> Void
 }

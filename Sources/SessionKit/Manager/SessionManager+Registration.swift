@@ -38,6 +38,25 @@ extension SessionManager {
         register(PurgeStep(name, purge))
     }
 
+    /// Registers the reset of the current user's identity outside SessionKit (an analytics SDK's `reset()`), run
+    /// when the current account signs out or ends: inside the step that detaches it, before the state change is
+    /// told and before another account can become current, so the next user is never identified as this one. It
+    /// is listed first among the report's ``SignOutReport/resourcePurges``, by `name`.
+    ///
+    /// ```swift
+    /// manager.registerIdentityReset(named: "analytics identity") { _ in Analytics.reset() }
+    /// ```
+    ///
+    /// - Important: `reset` runs under the manager's lock: it must be quick, must not wait, and must not call the
+    ///   manager.
+    ///
+    /// - Parameters:
+    ///   - name: A name for reports.
+    ///   - reset: The reset, given the account that leaves.
+    public func registerIdentityReset(named name: String, _ reset: @escaping @Sendable (Account) -> Void) {
+        send(.registerIdentityReset(IdentityReset(name: name, reset: reset)))
+    }
+
     /// The directory that holds `account`'s files, created on first use (mode 0700); purged at sign-out.
     ///
     /// - Parameter account: The account.

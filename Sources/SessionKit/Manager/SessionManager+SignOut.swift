@@ -54,6 +54,7 @@ extension SessionManager {
         let finished = Broadcast<Void>()
         var journalFailure: (any Error)?
         var writesAtDetach: [UserSession.PendingWrite] = []
+        var identityResets: [String] = []
         // Detach, before the plan's phases: the manager forgets the session, so no new work can start as this
         // account. The purge intent is durable before anyone can see the session gone: it is written inside the
         // critical section that detaches (the one critical section besides `send`), and only for a session the
@@ -68,6 +69,14 @@ extension SessionManager {
             // The writes in flight at the instant the session is seen gone: one that finishes before the wait below
             // reaches it still counts as waited for.
             writesAtDetach = target.pendingWrites
+            // The current user's identity elsewhere (analytics) is reset here, before the state change is told and
+            // before anyone can sign in or be made current: the next user is never identified as this one.
+            if case .detached(_, true, _, _) = detached {
+                for reset in state.identityResets {
+                    reset.reset(target.account)
+                    identityResets.append(reset.name)
+                }
+            }
             return detached
         }
         guard case .detached(let target, let wasCurrent, let successor, let stateChanged) = detached else {
@@ -140,7 +149,7 @@ extension SessionManager {
                 report.credentialDeletion = purged.credentialDeletion
                 if tokens?.proofKey != nil { report.proofKeyDestruction = purged.credentialDeletion }
                 report.directoryRemoval = purged.directoryRemoval
-                report.resourcePurges = purged.resourcePurges
+                report.resourcePurges = identityResets.map { ($0, .succeeded) } + purged.resourcePurges
             case .awaitServerSteps:
                 if let server = await serverSteps?.value {
                     for step in SignOutPlan.ServerStep.allCases { report[step] = server[step] }
@@ -367,7 +376,7 @@ extension SessionManager {
         if directories.root != nil {
             outcomes.directoryRemoval = directoryGone ? .succeeded : .failed(.storageFailure)
         }
-        for resource in snapshot.resources {
+        for resource in snapshot.resources.inPurgeOrder {
             let outcome = await Self.bounded(
                 until: deadline, clock: clock, kind: .local, otherErrors: .storageFailure
             ) {

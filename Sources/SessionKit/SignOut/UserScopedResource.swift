@@ -3,8 +3,10 @@ import SessionKitOAuth
 /// Something that belongs to the signed-in user — notifications, an analytics identity, purchase entitlements,
 /// a database — with the step that purges it at sign-out.
 ///
-/// Register resources with ``SessionManager/register(_:)-(UserScopedResource)``; they are purged in registration order, after
-/// the credentials and the account's directory. A purge that fails or is interrupted is retried at next launch
+/// Register resources with ``SessionManager/register(_:)-(UserScopedResource)``; they are purged after the credentials and the
+/// account's directory: the built-in ones first, in the seed's order (``BackgroundWorkResource``,
+/// ``PurchaseEntitlementsResource``, ``UserNotificationsResource``, ``PushRegistrationResource``), then the app's own in
+/// registration order. A purge that fails or is interrupted is retried at next launch
 /// before anything authenticates, so a purge step must be idempotent.
 public protocol UserScopedResource: Sendable {
     /// A name for reports and logs.
