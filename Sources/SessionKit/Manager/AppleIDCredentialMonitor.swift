@@ -26,7 +26,7 @@ public enum AppleIDSignal: Sendable, Hashable {
     case foreground
 }
 
-/// Where ``AppleIDCredentialMonitor`` learns Apple's state: ``SystemAppleIDCredentialSource``
+/// Where ``AppleIDCredentialMonitor`` learns Apple's state: `SystemAppleIDCredentialSource`
 /// (AuthenticationServices) on Apple platforms, a model in tests.
 public protocol AppleIDCredentialSource: Sendable {
     /// Apple's state for `userID` (`getCredentialState(forUserID:)`).

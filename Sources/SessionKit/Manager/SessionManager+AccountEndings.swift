@@ -136,7 +136,7 @@ extension SessionManager {
 
     /// The `logout_token` of a back-channel logout POST's body (`application/x-www-form-urlencoded`, §2.5).
     ///
-    /// - Parameter body: The request's body, at most ``OAuthLimits/maximumBodyBytes`` bytes.
+    /// - Parameter body: The request's body, at most `OAuthLimits/maximumBodyBytes` bytes.
     /// - Returns: The logout token.
     /// - Throws: `SessionError(.logoutTokenRejected)` with check ``IDTokenCheck/format`` when the body is not a form
     ///   with exactly one non-empty `logout_token`.

@@ -20,7 +20,7 @@ extension Account {
 }
 
 /// Where notifications are listed and removed: `UNUserNotificationCenter` on Apple platforms
-/// (``SystemUserNotificationCenter``), a model in tests. Linux has no notification center: a server that keeps
+/// (`SystemUserNotificationCenter`), a model in tests. Linux has no notification center: a server that keeps
 /// per-user notifications gives its own.
 public protocol UserNotificationCenter: Sendable {
     /// The identifiers of the pending notification requests.
@@ -115,7 +115,7 @@ public struct PushRegistrationResource: UserScopedResource, OrderedResource {
 }
 
 /// Where background work is cancelled: `BGTaskScheduler` and background `URLSession`s on Apple platforms
-/// (``SystemBackgroundWork``), a model in tests. Linux has neither.
+/// (`SystemBackgroundWork`), a model in tests. Linux has neither.
 public protocol BackgroundWorkScheduler: Sendable {
     /// Cancels the pending task requests with these identifiers.
     func cancelTaskRequests(_ identifiers: [String]) async

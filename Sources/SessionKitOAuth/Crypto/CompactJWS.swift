@@ -21,7 +21,7 @@ package struct CompactJWS: Sendable {
 
     /// Splits and decodes `token`.
     ///
-    /// - Parameter token: A compact JWS, at most ``OAuthLimits/maximumBodyBytes`` bytes.
+    /// - Parameter token: A compact JWS, at most `OAuthLimits/maximumBodyBytes` bytes.
     /// - Throws: `SessionError(.idTokenRejected)` with check ``IDTokenCheck/format``, ``IDTokenCheck/encrypted``
     ///   or ``IDTokenCheck/critical``.
     package init(_ token: String) throws(SessionError) {

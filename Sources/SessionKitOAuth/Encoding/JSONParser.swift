@@ -5,7 +5,7 @@ import Foundation
 /// It refuses what a permissive parser would guess at: duplicate member names (RFC 7519 §4 allows refusing
 /// them, and two `access_token` members are an attack, not a typo), lone surrogates, invalid UTF-8, raw
 /// control characters in strings, numbers outside `Double`'s range, nesting deeper than
-/// ``OAuthLimits/maximumJSONDepth`` and trailing content. Error reasons name a byte offset, never input text,
+/// `OAuthLimits/maximumJSONDepth` and trailing content. Error reasons name a byte offset, never input text,
 /// so no token can reach a message through them.
 package struct JSONParser {
     /// Why the input is not acceptable JSON.

@@ -27,7 +27,7 @@ public struct LogoutTokenClaims: Sendable, Hashable {
 /// what only a logout token has: a `typ` header, if any, of `logout+jwt`; an `iat` no older than the maximum age;
 /// the back-channel logout event in `events`; no `nonce` (§2.4: a token that has one is an ID token, and one
 /// replayed as a logout token must not end anything); a `sub` or a `sid`; a `jti`. Whether the `jti` was seen
-/// before is the caller's (``LogoutTokenReplayGuard``), once everything else holds.
+/// before is the caller's (`LogoutTokenReplayGuard`), once everything else holds.
 ///
 /// Pure: the key set and the provider's current time are given.
 package struct LogoutTokenValidator: Sendable {
@@ -166,7 +166,7 @@ package struct LogoutTokenValidator: Sendable {
 }
 
 /// The `jti`s of the logout tokens a provider client accepted, each kept until its token would be refused anyway
-/// (``LogoutTokenValidator/retention(of:)``), so that a replayed token ends nothing: one naming only `sub`,
+/// (`LogoutTokenValidator/retention(of:)`), so that a replayed token ends nothing: one naming only `sub`,
 /// replayed later, would end a session the user started after it.
 ///
 /// Per process. A replay to another instance of a server finds nothing there to end but what the first delivery

@@ -2,7 +2,7 @@ import Foundation
 
 extension OpenIDProvider {
     /// Validates a logout token the provider sent to this client's back-channel logout endpoint (OpenID Connect
-    /// Back-Channel Logout 1.0 §2.6): the checks of ``LogoutTokenValidator``, with the key set fetched as for an ID
+    /// Back-Channel Logout 1.0 §2.6): the checks of `LogoutTokenValidator`, with the key set fetched as for an ID
     /// token, times on the provider's clock, and its `jti` refused if this provider object accepted it before.
     ///
     /// Apps call ``SessionManager/receiveBackChannelLogout(_:from:)``, which validates with this and ends the sessions
