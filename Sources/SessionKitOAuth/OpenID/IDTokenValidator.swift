@@ -41,17 +41,40 @@ package struct IDTokenValidator: Sendable {
     ) throws(SessionError) -> Outcome {
         let jws = try CompactJWS(token)
         let algorithm = try acceptedAlgorithm(of: jws)
+        guard try Self.verify(jws, algorithm: algorithm, keys: keys) else { return .needsKeys }
+        return .valid(try checkClaims(of: jws, algorithm: algorithm, nonce: nonce, accessToken: accessToken, now: now))
+    }
+
+    /// Whether `jws` is signed by the provider's key for its `kid` and `algorithm`: `false` when no key has that
+    /// `kid` (fetch the key set again).
+    ///
+    /// - Throws: A refusal for ``IDTokenCheck/key`` (no key fits) or ``IDTokenCheck/signature``.
+    package static func verify(
+        _ jws: CompactJWS, algorithm: SignatureAlgorithm, keys: JSONWebKeySet
+    ) throws(SessionError) -> Bool {
         switch keys.select(keyID: jws.keyID, algorithm: algorithm) {
         case .unknownKeyID:
-            return .needsKeys
+            return false
         case .refused(let reason):
             throw CompactJWS.refusal(.key, reason)
         case .key(let key):
             guard key.isValidSignature(jws.signature, for: jws.signingInput, algorithm: algorithm) else {
                 throw CompactJWS.refusal(.signature, "has a signature that the provider's key does not verify")
             }
+            return true
         }
-        return .valid(try checkClaims(of: jws, algorithm: algorithm, nonce: nonce, accessToken: accessToken, now: now))
+    }
+
+    /// The audiences `claims` name: `aud` as a string or a non-empty array of strings.
+    ///
+    /// - Throws: A refusal for ``IDTokenCheck/audience``.
+    package static func audiences(in claims: [String: JSONValue]) throws(SessionError) -> [String] {
+        switch claims["aud"] {
+        case .string(let single)?: return [single]
+        case .array(let values)? where !values.isEmpty && values.allSatisfy({ $0.stringValue != nil }):
+            return values.compactMap(\.stringValue)
+        default: throw CompactJWS.refusal(.audience, "has no \"aud\" string or array of strings")
+        }
     }
 
     /// The refusal for a token whose `kid` is still unknown after the key set was fetched again.
@@ -84,13 +107,7 @@ package struct IDTokenValidator: Sendable {
         guard case .string(let subject)? = claims["sub"], !subject.isEmpty, subject.utf8.count <= 255 else {
             throw CompactJWS.refusal(.subject, "has no \"sub\" string of 1 to 255 bytes")
         }
-        let audiences: [String]
-        switch claims["aud"] {
-        case .string(let single)?: audiences = [single]
-        case .array(let values)? where !values.isEmpty && values.allSatisfy({ $0.stringValue != nil }):
-            audiences = values.compactMap(\.stringValue)
-        default: throw CompactJWS.refusal(.audience, "has no \"aud\" string or array of strings")
-        }
+        let audiences = try Self.audiences(in: claims)
         guard audiences.contains(clientID) else {
             throw CompactJWS.refusal(.audience, "is not for this client (\"aud\" does not contain its ID)")
         }

@@ -78,33 +78,19 @@ package struct LogoutTokenValidator: Sendable {
             }
         }
         let algorithm = try idTokens.acceptedAlgorithm(of: jws)
-        switch keys.select(keyID: jws.keyID, algorithm: algorithm) {
-        case .unknownKeyID:
-            return .needsKeys
-        case .refused(let reason):
-            throw Self.refusal(.key, reason)
-        case .key(let key):
-            guard key.isValidSignature(jws.signature, for: jws.signingInput, algorithm: algorithm) else {
-                throw Self.refusal(.signature, "has a signature that the provider's key does not verify")
-            }
-        }
+        guard try IDTokenValidator.verify(jws, algorithm: algorithm, keys: keys) else { return .needsKeys }
         return .valid(try checkClaims(jws.claims, now: now))
     }
 
-    /// Checks the claims of a token whose signature verified.
+    /// Checks the claims of a token whose signature verified; a refusal of a check an ID token has too is told as an
+    /// ID token's, and ``validate(_:keys:now:)`` tells it of the logout token.
     package func checkClaims(_ claims: [String: JSONValue], now: Date) throws(SessionError) -> LogoutTokenClaims {
         let leeway = idTokens.validation.leeway.timeInterval
         let nowSeconds = now.timeIntervalSince1970
         guard case .string(let issuer)? = claims["iss"], issuer == idTokens.issuer else {
             throw Self.refusal(.issuer, "was not issued by the provider (\"iss\" differs)")
         }
-        let audiences: [String]
-        switch claims["aud"] {
-        case .string(let single)?: audiences = [single]
-        case .array(let values)? where !values.isEmpty && values.allSatisfy({ $0.stringValue != nil }):
-            audiences = values.compactMap(\.stringValue)
-        default: throw Self.refusal(.audience, "has no \"aud\" string or array of strings")
-        }
+        let audiences = try IDTokenValidator.audiences(in: claims)
         guard audiences.contains(idTokens.clientID) else {
             throw Self.refusal(.audience, "is not for this client (\"aud\" does not contain its ID)")
         }
