@@ -85,7 +85,7 @@ final class AppleIDModel: AppleIDCredentialSource {
             #expect(harness.revoker.revoked.withLock { $0 }.isEmpty, "the provider ended it: nothing is revoked")
             #expect(harness.manager.state == .accountEnded(alice, .appleIDRevoked))
             #expect(harness.manager.current == nil && !session.isActive)
-            #expect(try await harness.store.load(for: alice) == nil)
+            #expect(await harness.store.load(for: alice) == nil)
             let told = harness.events(.accountEnded)
             #expect(told.count == 1 && told.first?.fields["reason"] == "apple_id_revoked")
             #expect(told.first?.fields["sessions"] == "1" && told.first?.account == alice)
@@ -104,7 +104,7 @@ final class AppleIDModel: AppleIDCredentialSource {
         #expect(report.endedBy == .backChannelLogout)
         #expect(harness.manager.current?.account == bob)
         #expect(harness.manager.state == .active(bob, offline: false))
-        #expect(try await harness.store.load(for: bob) != nil)
+        #expect(await harness.store.load(for: bob) != nil)
     }
 
     /// An account with a record and no session here has its record deleted (the other processes' sessions follow
@@ -114,7 +114,7 @@ final class AppleIDModel: AppleIDCredentialSource {
         await harness.store.save(CredentialRecord(account: bob, refreshToken: "refresh-bob"))
         let report = try #require(await harness.manager.endAccount(bob, because: AccountEnding("admin_disabled")))
         #expect(report.endedBy == AccountEnding("admin_disabled") && report.credentialDeletion == .succeeded)
-        #expect(try await harness.store.load(for: bob) == nil)
+        #expect(await harness.store.load(for: bob) == nil)
         #expect(await harness.manager.endAccount(bob, because: .backChannelLogout) == nil)
         #expect(harness.events(.accountEnded).map { $0.fields["record"] } == ["succeeded", "not found"])
         #expect(harness.manager.state == .signedOut)
@@ -132,7 +132,7 @@ final class AppleIDModel: AppleIDCredentialSource {
         signedIn.idToken = idToken
         let session = try await harness.manager.signIn(alice, tokens: signedIn)
         #expect(session.providerSessionID == "sid-42")
-        let record = try #require(try await harness.store.load(for: alice))
+        let record = try #require(await harness.store.load(for: alice))
         #expect(record.providerSessionID == "sid-42" && record.idToken == nil)
         let later = SessionManager(configuration: .init(store: harness.store))
         await later.restore()
@@ -164,7 +164,7 @@ final class AppleIDModel: AppleIDCredentialSource {
         #expect(harness.manager.sessions.count == 2)
         #expect(!harness.manager.sessions.contains { $0.account == Self.appleAlice })
         #expect(harness.manager.current?.account == Self.appleBob)
-        #expect(try await harness.store.load(for: Self.appleAlice) == nil)
+        #expect(await harness.store.load(for: Self.appleAlice) == nil)
         #expect(harness.events(.accountEnded).first?.fields["reason"] == "apple_id_revoked")
         #expect(harness.revoker.revoked.withLock { $0 }.isEmpty)
 
@@ -198,7 +198,7 @@ final class AppleIDModel: AppleIDCredentialSource {
             Issue.record("state \(harness.manager.state)")
             return
         }
-        #expect(try await harness.store.accounts().isEmpty)
+        #expect(await harness.store.accounts().isEmpty)
 
         // Signed in again; revoked while in the background; the return to the foreground finds it.
         try await harness.manager.signIn(Self.appleAlice, tokens: tokens("alice"))

@@ -134,6 +134,39 @@ import Testing
             accessTokenExpiresAt: now.addingTimeInterval(3600), savedAt: now, providerSessionID: sid)
     }
 
+    /// A process with no session of the account, only its record: a token naming the account's earlier provider
+    /// session leaves the record (it belongs to a newer session, which other processes follow), and one naming the
+    /// session the record belongs to deletes it.
+    @Test func aRecordAloneIsDeletedOnlyForTheProviderSessionItBelongsTo() async throws {
+        guard PythonTools.available("BackChannelLogoutTests") else { return }
+        try await TemporaryDirectory.with { root in
+            let jwks = Lock("{\"keys\":[]}")
+            try await LocalServer.withRunning { server in
+                Self.serveProvider(server, jwks: jwks)
+                let issuer = server.url("").absoluteString.trimmingSuffix("/")
+                let made = try Self.make(
+                    issuer: issuer, clientID: "bff", now: Int(Date().timeIntervalSince1970),
+                    valid: ["earlier::sid-dave-0", "current::sid-dave-1"], targetSub: "dave", targetSid: "sid-dave-1")
+                jwks.withLock { $0 = made.jwks }
+                let store = try FileCredentialStore(directory: root.appendingPathComponent("credentials"))
+                let dave = Account(issuer: issuer, subject: "dave")
+                try await store.save(Self.record(dave, sid: "sid-dave-1", now: Date()))
+                let manager = SessionManager(configuration: .init(store: store))
+                let provider = OpenIDProvider(
+                    configuration: .init(issuer: URL(string: issuer)!, clientID: "bff", validation: Self.validation))
+                let earlier = try await manager.receiveBackChannelLogout(
+                    try #require(made.valid["earlier"]), from: provider)
+                #expect(earlier.endedAccounts.isEmpty)
+                #expect(try await store.load(for: dave)?.providerSessionID == "sid-dave-1")
+                let current = try await manager.receiveBackChannelLogout(
+                    try #require(made.valid["current"]), from: provider)
+                #expect(current.endedAccounts == [dave])
+                #expect(current.reports.map(\.credentialDeletion) == [.succeeded])
+                #expect(try await store.load(for: dave) == nil)
+            }
+        }
+    }
+
     /// Four processes on one store (this one and three children), five accounts live in each: alice, bob, carol and
     /// dave at the provider, and an alice at another issuer. Every forgery is refused in this process and ends
     /// nothing anywhere; then a token by `sub` ends alice, one by `sid` bob, one by both carol, each in every process

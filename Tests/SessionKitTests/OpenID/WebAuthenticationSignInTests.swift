@@ -101,7 +101,7 @@ final class BrowserSheetModel: WebAuthenticationSession {
             }
             #expect(manager.current === alice && alice.isActive)
             #expect(manager.state == .active(alice.account, offline: false))
-            #expect(try await store.accounts() == [alice.account])
+            #expect(await store.accounts() == [alice.account])
             #expect(mock.tokenRequestCount == 0)
             alice.end()
         }
@@ -136,6 +136,33 @@ final class BrowserSheetModel: WebAuthenticationSession {
                 #expect(error.code == .invalidInput)
             }
             #expect(mock.tokenRequestCount == 0, "no code was exchanged")
+        }
+    }
+
+    /// The provider's sign-out through the sheet checks the state it returns: another one, or none, is refused.
+    @Test func aSignOutReturningAnotherStateOrNoneIsRefused() async throws {
+        try await MockOpenIDProviderTests.withOpenIDMock { mock, provider in
+            try mock.approveNextAuthorization(as: "alice")
+            let signIn = try await provider.signIn(with: BrowserSheetModel(), redirectURI: mock.callbackURL)
+            let idToken = try #require(signIn.tokens.idToken)
+            func replacingState(with value: String?) -> BrowserSheetModel {
+                BrowserSheetModel(
+                    .rewrite { url in
+                        var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
+                        let others = (components.queryItems ?? []).filter { $0.name != "state" }
+                        components.queryItems = others + (value.map { [URLQueryItem(name: "state", value: $0)] } ?? [])
+                        return components.url!
+                    })
+            }
+            for sheet in [replacingState(with: "forged"), replacingState(with: nil)] {
+                do {
+                    try await provider.signOut(
+                        with: sheet, idTokenHint: idToken, postLogoutRedirectURI: mock.callbackURL)
+                    Issue.record("a sign-out returning another state was accepted")
+                } catch let error as SessionError {
+                    #expect(error.code == .invalidInput)
+                }
+            }
         }
     }
 }
