@@ -336,8 +336,12 @@ import Testing
             let fixture = try await Fixture(mock)
             mock.failNext(.revocation, with: failure)
 
+            // The local phases' deadline lies well past the server's: advancing the clock to end the unanswered
+            // revocation must not also pass the deadline of a record deletion still under way (both were 5 s, and a
+            // loaded machine's deletion lost that race: `credentialDeletion` timed out).
             let signOut = Task {
-                await fixture.manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5)))
+                await fixture.manager.signOut(
+                    options: SignOutOptions(serverTimeout: .seconds(5), localTimeout: .seconds(60)))
             }
             if outcome == .unanswered {
                 await eventually { mock.revocationRequestCount == 1 && fixture.clock.sleepers > 0 }
