@@ -97,7 +97,11 @@ func temporaryDirectory() throws -> URL {
             )
         )
         try await manager.signIn(alice, tokens: tokens("alice"))
-        let signOut = Task { await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5))) }
+        // The local deadline lies past the server's, so advancing past the revocation's bound never also cuts the
+        // record's deletion short (both 5 s by default).
+        let signOut = Task {
+            await manager.signOut(options: SignOutOptions(serverTimeout: .seconds(5), localTimeout: .seconds(60)))
+        }
         // Bounded, so an unbounded revocation fails here instead of spinning: nothing would ever sleep on the clock.
         let bounded = await eventually(within: .seconds(60)) { clock.sleepers > 0 }
         try #require(bounded, "the sign-out waits for the revocation without a deadline on the session's clock")
