@@ -605,6 +605,11 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5. A burst of connections (FoundationNetworking opens one per
+    # concurrent request) on a loaded machine can fill it; Linux then drops the handshake's last ACK and
+    # retransmits its SYN-ACK after 1, 2, 4, 8, 16 s, so a request sent on such a connection waits past a test's
+    # 30 s bound: the "token endpoint did not answer in time" seen now and then on the URLSession pass.
+    request_queue_size = 128
 
 
 def main():
