@@ -92,24 +92,17 @@ public struct PushRegistrationResource: UserScopedResource, OrderedResource {
         self.unregister = unregister
     }
 
-    /// Runs the unregistration within the bound.
+    /// Runs the unregistration within the bound, as sign-out's server steps are bounded
+    /// (`SessionManager.bounded(until:clock:kind:otherErrors:_:)`): past it the step is cancelled and left behind.
     public func purge(for account: Account) async throws {
-        let outcome = Broadcast<Void>()
-        let work = Task { [unregister] in
-            do {
-                try await unregister(account)
-                outcome.resolve(.success(()))
-            } catch {
-                outcome.resolve(.failure(error))
-            }
+        let unregister = self.unregister
+        let outcome = await SessionManager.bounded(until: clock.now.advanced(by: timeout), clock: clock) {
+            try await unregister(account)
         }
-        do {
-            try await outcome.value(
-                deadline: clock.now.advanced(by: timeout), clock: clock,
-                timeoutError: SessionError(.timedOut, "the push registration was not removed within its bound"))
-        } catch {
-            work.cancel()
-            throw error
+        switch outcome {
+        case .succeeded: return
+        case .failed(let code): throw SessionError(code, "the push registration was not removed")
+        default: throw SessionError(.timedOut, "the push registration was not removed within its bound")
         }
     }
 }
