@@ -92,17 +92,24 @@ public struct PushRegistrationResource: UserScopedResource, OrderedResource {
         self.unregister = unregister
     }
 
-    /// Runs the unregistration within the bound, as sign-out's server steps are bounded
-    /// (`SessionManager.bounded(until:clock:kind:otherErrors:_:)`): past it the step is cancelled and left behind.
+    /// Runs the unregistration within the bound.
     public func purge(for account: Account) async throws {
-        let unregister = self.unregister
-        let outcome = await SessionManager.bounded(until: clock.now.advanced(by: timeout), clock: clock) {
-            try await unregister(account)
+        let outcome = Broadcast<Void>()
+        let work = Task { [unregister] in
+            do {
+                try await unregister(account)
+                outcome.resolve(.success(()))
+            } catch {
+                outcome.resolve(.failure(error))
+            }
         }
-        switch outcome {
-        case .succeeded: return
-        case .failed(let code): throw SessionError(code, "the push registration was not removed")
-        default: throw SessionError(.timedOut, "the push registration was not removed within its bound")
+        do {
+            try await outcome.value(
+                deadline: clock.now.advanced(by: timeout), clock: clock,
+                timeoutError: SessionError(.timedOut, "the push registration was not removed within its bound"))
+        } catch {
+            work.cancel()
+            throw error
         }
     }
 }
