@@ -232,7 +232,7 @@ extension CrossProcessRefreshTests {
             let error = await #expect(throws: SessionError.self) { _ = try await lock.acquire() }
             #expect(error?.code == .refreshTimedOut)
             held.release()
-            try await lock.withLock {}
+            try await lock.withLock(for: CredentialStoreContract.account(1)) {}
         }
     }
 
@@ -245,7 +245,7 @@ extension CrossProcessRefreshTests {
             defer { _ = child.kill() }
             held.release()
             // With the descriptor inherited (no O_CLOEXEC), the child would hold the lock for 30 seconds.
-            try await lock.withLock {}
+            try await lock.withLock(for: CredentialStoreContract.account(1)) {}
         }
     }
 

@@ -191,12 +191,26 @@ import Testing
 
     @Test func noticesDuringACheckRunOneMoreCheckNotOneEach() {
         var state = ManagerState()
-        #expect(state.handle(.storeChanged).flag, "the first notice starts a check")
-        #expect(!state.handle(.storeChanged).flag)
-        #expect(!state.handle(.storeChanged).flag)
-        #expect(state.handle(.checked).flag, "notices came during it: one more")
-        #expect(!state.handle(.checked).flag, "none since: the check stops")
-        #expect(state.handle(.storeChanged).flag, "a later notice starts one again")
+        #expect(
+            state.handle(.storeChanged(.everyAccount)).checkScope == .everyAccount, "the first notice starts a check")
+        #expect(state.handle(.storeChanged(.everyAccount)).checkScope == nil)
+        #expect(state.handle(.storeChanged(.everyAccount)).checkScope == nil)
+        #expect(state.handle(.checked).checkScope == .everyAccount, "notices came during it: one more")
+        #expect(state.handle(.checked).checkScope == nil, "none since: the check stops")
+        #expect(
+            state.handle(.storeChanged(.everyAccount)).checkScope == .everyAccount, "a later notice starts one again")
+    }
+
+    @Test func theNextCheckReadsEveryAccountTheNoticesDuringACheckNamed() {
+        var state = ManagerState()
+        #expect(state.handle(.storeChanged(.accounts(["a"]))).checkScope == .accounts(["a"]))
+        #expect(state.handle(.storeChanged(.accounts(["b"]))).checkScope == nil)
+        #expect(state.handle(.storeChanged(.accounts(["c"]))).checkScope == nil)
+        #expect(state.handle(.checked).checkScope == .accounts(["b", "c"]), "the union of what came meanwhile")
+        #expect(state.handle(.storeChanged(.accounts(["d"]))).checkScope == nil)
+        #expect(state.handle(.storeChanged(.everyAccount)).checkScope == nil)
+        #expect(state.handle(.checked).checkScope == .everyAccount, "a notice for every account covers the rest")
+        #expect(state.handle(.checked).checkScope == nil)
     }
 
     @Test func aStorageFailureIsKeptUntilAWriteSucceeds() {

@@ -51,11 +51,21 @@ public protocol CredentialStore: Sendable {
     /// the access token between processes means storing it: with a lock, refreshed records hold the access token and
     /// its expiry too (the ID token only with ``UserSession/Configuration/storesIDToken``).
     var refreshLock: CrossProcessLock? { get }
+
+    /// How the processes sharing this store keep a refresh single-flight and learn of each other's deletions, or
+    /// `nil` when only one process uses it. By default, ``refreshLock``; a store whose records live on a server
+    /// (`PostgresCredentialStore`) coordinates through that server instead.
+    ///
+    /// Everything ``refreshLock`` describes holds for every coordination: SessionKit uses only this property.
+    var coordination: (any StoreCoordination)? { get }
 }
 
 extension CredentialStore {
     /// No lock: the store is used by one process.
     public var refreshLock: CrossProcessLock? { nil }
+
+    /// The ``refreshLock``, if any.
+    public var coordination: (any StoreCoordination)? { refreshLock }
 }
 
 /// A credential store that keeps its records in a directory of its own.

@@ -88,7 +88,7 @@ package final class CredentialVault: Sendable {
         let store = self.store
         return enqueue(on: account) {
             do {
-                try await Self.holdingRefreshLock(of: store) { try await store.delete(for: account) }
+                try await Self.holdingRefreshLock(of: store, for: account) { try await store.delete(for: account) }
                 return nil
             } catch {
                 return error
@@ -98,17 +98,17 @@ package final class CredentialVault: Sendable {
 
     /// Runs a deletion holding the store's refresh lock, if it has one, so that no other process's refresh is
     /// between re-reading the record and storing its result: after the deletion, every refresh finds the record
-    /// gone and writes nothing, and the change notice tells every other process to check its sessions. A lock that cannot be had within its timeout does not stop the deletion: local
-    /// sign-out always completes.
+    /// gone and writes nothing, and the change notice tells every other process to check its sessions of the account.
+    /// A lock that cannot be had within its timeout does not stop the deletion: local sign-out always completes.
     private static func holdingRefreshLock(
-        of store: any CredentialStore, _ deletion: () async throws -> Void
+        of store: any CredentialStore, for account: Account, _ deletion: () async throws -> Void
     ) async throws {
-        guard let lock = store.refreshLock else { return try await deletion() }
-        let held = try? await lock.acquire()
+        guard let coordination = store.coordination else { return try await deletion() }
+        let held = try? await coordination.lock(for: account)
         defer { held?.release() }
         try await deletion()
         // The other processes check their sessions of the account now, not at their next refresh.
-        lock.announceChange()
+        await coordination.announceChange(of: account)
     }
 
     /// Enqueues the deletion of `account`'s record if, when its turn comes, the record still holds
@@ -131,7 +131,7 @@ package final class CredentialVault: Sendable {
         return enqueue(on: account) {
             do {
                 // Only a record proven to hold the dead session's token is deleted; none, or another token, is left.
-                try await Self.holdingRefreshLock(of: store) {
+                try await Self.holdingRefreshLock(of: store, for: account) {
                     guard let record = try await store.load(for: account), let held = record.refreshToken,
                         held == refreshToken || held == retired
                     else {
@@ -162,7 +162,7 @@ package final class CredentialVault: Sendable {
         return enqueue(on: account) {
             do {
                 var deleted = false
-                try await Self.holdingRefreshLock(of: store) {
+                try await Self.holdingRefreshLock(of: store, for: account) {
                     guard let record = try await store.load(for: account), condition(record) else { return }
                     try await store.delete(for: account)
                     deleted = true

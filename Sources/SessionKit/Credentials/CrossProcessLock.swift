@@ -26,7 +26,7 @@ import SessionKitOAuth
 ///   The file holds nothing and is never deleted: deleting it while processes run would let two of them lock two
 ///   different files. Refreshes of different accounts in one store share the lock; each holds it for one token
 ///   request.
-public struct CrossProcessLock: Sendable, Hashable {
+public struct CrossProcessLock: StoreCoordination, Hashable {
     /// The lock file; created with mode `0600` when missing, and its directory must exist.
     public let file: URL
     /// The longest a refresh waits for the lock before failing with `refreshTimedOut` (the session stays signed in
@@ -83,17 +83,6 @@ public struct CrossProcessLock: Sendable, Hashable {
             try await Task.sleep(for: min(pause, deadline - now))
             pause = min(pause * 2, .milliseconds(10))
         }
-    }
-
-    /// Runs `body` holding the lock.
-    ///
-    /// - Parameter body: The work.
-    /// - Returns: What `body` returns.
-    /// - Throws: What ``acquire()`` or `body` throws.
-    func withLock<T>(_ body: () async throws -> T) async throws -> T {
-        let held = try await acquire()
-        defer { held.release() }
-        return try await body()
     }
 
     /// One attempt: the held lock, or `nil` when another open file description holds it.

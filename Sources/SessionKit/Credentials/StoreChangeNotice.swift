@@ -23,6 +23,35 @@ import SessionKitOAuth
 // process can post to; a file in the group container can be written only by the group.
 
 extension CrossProcessLock {
+    /// The lock is one file for every account of the store: a refresh of one account waits for another's.
+    ///
+    /// - Parameter account: Not used.
+    /// - Returns: The held lock.
+    /// - Throws: ``SessionError`` `refreshTimedOut` after ``timeout``, `storageFailure` when the file cannot be
+    ///   opened or locked; `CancellationError`.
+    public func lock(for account: Account) async throws -> HeldStoreLock {
+        let held = try await acquire()
+        return HeldStoreLock { held.release() }
+    }
+
+    /// Rewrites the notice file beside the lock; the file names no account, so every process checks every
+    /// live session.
+    ///
+    /// - Parameter account: Not written.
+    public func announceChange(of account: Account) async {
+        announceChange()
+    }
+
+    /// Watches the notice file (inotify on Linux, a kqueue vnode source on Apple platforms).
+    ///
+    /// - Parameter onChange: Called on the watcher's thread after each notice, for every account.
+    /// - Returns: The watch, or `nil` when the lock's directory cannot be watched.
+    public func watchChanges(_ onChange: @escaping @Sendable (StoreChange) -> Void) -> (any StoreChangeWatch)? {
+        StoreChangeWatcher(lock: self) {
+            onChange(StoreChange(scope: .everyAccount, fromThisProcess: noticeIsOwn()))
+        }
+    }
+
     /// The file whose change tells the other processes to check their sessions: `<lock file>-changes`, beside the
     /// lock.
     package var noticeFile: URL {
@@ -63,7 +92,7 @@ extension CrossProcessLock {
 
 /// Watches a ``CrossProcessLock``'s notice file and calls a handler when another process (or this one) announces a
 /// change. The handler runs on the watcher's thread: it must only start work, not do it.
-package final class StoreChangeWatcher: Sendable {
+package final class StoreChangeWatcher: StoreChangeWatch {
     #if canImport(Glibc) || canImport(Musl)
         /// The write end of the pipe whose byte stops the thread; the thread owns and closes everything else.
         private let stopWrite: Int32

@@ -31,8 +31,8 @@ import SessionKitOAuth
 /// | `storageFailed(a, e)`         | remembers `e` for `a`                                     | `.none`                     |
 /// | `stored(a)`                   | forgets `a`'s failure                                     | `.flag(there was one)`      |
 /// | `storeRetry(k, starting)`     | starts a retry of kind `k` unless one runs; or ends it    | `.flag(start it)`           |
-/// | `storeChanged`                | starts a check unless one runs, else asks for one more    | `.flag(start it)`           |
-/// | `checked`                     | runs once more if a notice came meanwhile, else stops     | `.flag(again)`              |
+/// | `storeChanged(s)`             | starts a check of `s` unless one runs, else adds `s` to the next | `.scope(to check now?)` |
+/// | `checked`                     | runs once more for the notices that came meanwhile, else stops | `.scope(again?)`     |
 /// | `track(k, done)`, `untrack`   | keeps or forgets work that outlives its call              | `.id`, `.none`              |
 ///
 /// Δ is whether the published state changed. Every change of the state is also kept in ``publications``, which
@@ -64,15 +64,16 @@ struct ManagerState {
     var storeRetryWrites: Set<Account> = []
     /// Whether a restore waits for a locked store to open.
     var storeRetryRestore = false
-    /// Whether a check of the sessions against the shared store runs, and whether a notice came in during it.
+    /// Whether a check of the sessions against the shared store runs, and what the notices that came in during it
+    /// ask to check next.
     var checking = false
-    var checkAgain = false
+    var checkNext: StoreChange.Scope?
     /// Work that outlives the call that started it (background server steps, handed-off writes), by id.
     var pendingWork: [Int: (kind: PendingWorkKind, done: Broadcast<Void>)] = [:]
 
     // MARK: What the manager keeps for its end, and for telling
 
-    var changeWatch: StoreChangeWatcher?
+    var changeWatch: (any StoreChangeWatch)?
     var unlockObserver: ObserverToken?
     var diagnostics: Diagnostics?
     var clock: (any SessionClock)?
@@ -98,7 +99,7 @@ struct ManagerState {
 
     enum Event {
         case configure(
-            diagnostics: Diagnostics?, clock: (any SessionClock)?, watcher: StoreChangeWatcher?,
+            diagnostics: Diagnostics?, clock: (any SessionClock)?, watcher: (any StoreChangeWatch)?,
             observer: ObserverToken?)
         case teardown
         case read
@@ -118,7 +119,7 @@ struct ManagerState {
         case storageFailed(Account, SessionError)
         case stored(Account)
         case storeRetry(StoreRetry, starting: Bool)
-        case storeChanged
+        case storeChanged(StoreChange.Scope)
         case checked
         case track(PendingWorkKind, Broadcast<Void>)
         case untrack(Int)
@@ -129,7 +130,9 @@ struct ManagerState {
         case flag(Bool)
         case id(Int)
         case snapshot(ManagerState)
-        case teardown(StoreChangeWatcher?, ObserverToken?)
+        case teardown((any StoreChangeWatch)?, ObserverToken?)
+        /// The sessions a check of the shared store is to read, `nil` for none.
+        case scope(StoreChange.Scope?)
         case installed(replaced: [UserSession], stateChanged: Bool)
         /// The other live sessions, `nil` when the session was not live.
         case switched(others: [UserSession]?, stateChanged: Bool)
@@ -138,6 +141,7 @@ struct ManagerState {
         case bind(current: UserSession?, containers: [WeakBindable])
 
         var flag: Bool { if case .flag(let value) = self { value } else { false } }
+        var checkScope: StoreChange.Scope? { if case .scope(let scope) = self { scope } else { nil } }
         var id: Int { if case .id(let value) = self { value } else { 0 } }
     }
 
@@ -207,20 +211,20 @@ struct ManagerState {
             return .flag(storageFailures.removeValue(forKey: account) != nil)
         case .storeRetry(let retry, let starting):
             return .flag(storeRetry(retry, starting: starting))
-        case .storeChanged:
+        case .storeChanged(let scope):
             guard !checking else {
-                checkAgain = true
-                return .flag(false)
+                checkNext = checkNext.map { $0.union(scope) } ?? scope
+                return .scope(nil)
             }
             checking = true
-            return .flag(true)
+            return .scope(scope)
         case .checked:
-            guard checkAgain else {
+            guard let next = checkNext else {
                 checking = false
-                return .flag(false)
+                return .scope(nil)
             }
-            checkAgain = false
-            return .flag(true)
+            checkNext = nil
+            return .scope(next)
         case .track(let kind, let done):
             nextID += 1
             pendingWork[nextID] = (kind, done)

@@ -121,8 +121,8 @@ public final class SessionManager: Sendable, Observable {
         let storeJournal = (configuration.store as? any DirectoryBackedCredentialStore)?.directory
             .appendingPathComponent(".purge-pending")
         self.journal = PurgeJournal(directory: directories.journal ?? storeJournal)
-        let watcher = configuration.store.refreshLock.flatMap { lock in
-            StoreChangeWatcher(lock: lock) { [weak self] in self?.storeChanged(own: lock.noticeIsOwn()) }
+        let watcher = configuration.store.coordination?.watchChanges { [weak self] change in
+            self?.storeChanged(change)
         }
         #if canImport(UIKit)
             let observer: ObserverToken? = ObserverToken(observeProtectedData())

@@ -21,8 +21,8 @@ extension TokenRefresher {
     ) async -> Result<Obtained, SessionError> {
         var exchange = Machine.Exchange(presenting: refreshToken, retryPolicy: policy.retryPolicy)
         let store = session.vault?.store
-        let lock = store?.refreshLock
-        var held: CrossProcessLock.Held?
+        let lock = store?.coordination
+        var held: HeldStoreLock?
         defer { held?.release() }
         var action = exchange.start(sharedLock: lock != nil)
         // Whether the tokens are bound to a key, read once with the first send: a sign-out that ends the session
@@ -35,7 +35,7 @@ extension TokenRefresher {
                 guard let lock else { return .failure(.endedDuringRefresh) }
                 let waitStarted = clock.now
                 do {
-                    held = try await lock.acquire()
+                    held = try await lock.lock(for: session.account)
                     session.diagnose(
                         .debug, .lockWaited, ["milliseconds": (clock.now - waitStarted).diagnosticMilliseconds])
                 } catch let error as SessionError {
@@ -122,7 +122,7 @@ extension TokenRefresher {
                 // Before the lock is released, so no other process presents it again.
                 session.lifetime(.beginDeletingRejectedGrant)
                 try? await store?.delete(for: session.account)
-                lock?.announceChange()
+                await lock?.announceChange(of: session.account)
                 action = exchange.rejectedRecordDeleted()
             case .finish(let error):
                 return .failure(error)

@@ -40,13 +40,13 @@ extension UserSession {
     /// - Returns: The pending store write, or `nil` when nothing is written.
     @discardableResult
     func markSwitchedTo(at date: Date) -> Task<(any Error)?, Never>? {
-        guard let vault, let lock = vault.store.refreshLock else { return markSelected(at: date) }
+        guard let vault, let lock = vault.store.coordination else { return markSelected(at: date) }
         guard lifetime(.select(date)).tokens != nil else { return nil }
         let account = account
         return Task {
             // Without the lock (another process held it past the bound) the selection is not stored: it is not worth
             // a write that could put back a retired token.
-            guard let held = try? await lock.acquire() else { return nil }
+            guard let held = try? await lock.lock(for: account) else { return nil }
             defer { held.release() }
             guard let stored = try? await vault.store.load(for: account) else { return nil }
             let write = lifetime(.storableTokens) { action -> Task<(any Error)?, Never>? in
@@ -173,7 +173,7 @@ extension UserSession {
     /// Whether records written for this session hold the access token: when the app asked for it, or when the
     /// store is shared between processes (the others use the access token a refresh stored).
     var storesAccessToken: Bool {
-        configuration.storesAccessToken || vault?.store.refreshLock != nil
+        configuration.storesAccessToken || vault?.store.coordination != nil
     }
 
     /// The record that stores `tokens` for this session's account: the least the configuration needs, as the
