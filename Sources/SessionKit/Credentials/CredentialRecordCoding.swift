@@ -3,7 +3,7 @@ import SessionKitOAuth
 
 /// The one serialized form of a ``CredentialRecord`` that the file, Secret Service and Keychain stores share,
 /// and the checks every store runs before it trusts bytes it read back.
-enum CredentialRecordCoding {
+package enum CredentialRecordCoding {
     /// Records larger than this are refused on read: a credential record is a few kilobytes, and a bound keeps
     /// a damaged or hostile file from exhausting memory.
     static let maximumEncodedSize = 4 << 20
@@ -18,7 +18,7 @@ enum CredentialRecordCoding {
     /// - Parameter record: The record to encode; it must be of the version this build writes.
     /// - Returns: UTF-8 JSON without NUL bytes (JSON escapes them), so it can also travel as a C string.
     /// - Throws: `invalidInput` for a record of another version, `storageFailure` if encoding fails.
-    static func encode(_ record: CredentialRecord) throws(SessionError) -> Data {
+    package static func encode(_ record: CredentialRecord) throws(SessionError) -> Data {
         guard record.version == CredentialRecord.currentVersion else {
             throw SessionError(
                 .invalidInput,
@@ -46,7 +46,7 @@ enum CredentialRecordCoding {
     /// - Returns: The record, known to be of the current version and for `account`.
     /// - Throws: `corruptCredentials` for truncated or garbage bytes, another format version, missing fields,
     ///   or a record of another account.
-    static func decode(_ data: Data, for account: Account, source: String) throws(SessionError) -> CredentialRecord {
+    package static func decode(_ data: Data, for account: Account, source: String) throws(SessionError) -> CredentialRecord {
         guard data.count <= maximumEncodedSize else {
             throw corrupt(source, "is \(data.count) bytes, more than a credential record can be")
         }

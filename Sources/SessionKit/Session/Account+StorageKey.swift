@@ -9,7 +9,7 @@ extension Account {
     /// to one account and back.
     ///
     /// - Parameter storageKey: A key as ``storageKey`` produces it.
-    init?(storageKey: String) {
+    package init?(storageKey: String) {
         // Base64URL refuses every character outside its alphabet, and the round trip below any non-canonical
         // spelling (padding, stray bits).
         guard !storageKey.isEmpty, let bytes = Base64URL.decode(storageKey), let separator = bytes.firstIndex(of: 0),
