@@ -53,6 +53,7 @@ enum Timeline {
             if let code = event.fields["code"] { text += ", \(code)" }
             if let unreadable = event.fields["unreadable"] { text += ", \(unreadable) unreadable now" }
             return text
+        case .sessionLoaded: return "loaded the account's session from the store for a request"
         case .storeRetry: return "the store is still unreadable (try \(field("attempt"))); trying again later"
         case .storageFailed: return "credentials could not be stored: \(field("code")); kept in memory"
         case .storedAfterRetry: return "credentials stored once the store opened"

@@ -46,7 +46,9 @@ package enum CredentialRecordCoding {
     /// - Returns: The record, known to be of the current version and for `account`.
     /// - Throws: `corruptCredentials` for truncated or garbage bytes, another format version, missing fields,
     ///   or a record of another account.
-    package static func decode(_ data: Data, for account: Account, source: String) throws(SessionError) -> CredentialRecord {
+    package static func decode(_ data: Data, for account: Account, source: String) throws(SessionError)
+        -> CredentialRecord
+    {
         guard data.count <= maximumEncodedSize else {
             throw corrupt(source, "is \(data.count) bytes, more than a credential record can be")
         }

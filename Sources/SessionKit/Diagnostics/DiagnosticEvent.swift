@@ -61,6 +61,8 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         /// Restore finished: `outcome` (`restored`, `offline`, `nothing`, `rejected`, `store_unavailable`),
         /// `accounts` (how many restored), `reason` for offline (`network`, `launch_budget`).
         case restoreFinished = "restore.finished"
+        /// A session was loaded from the store for a request (``SessionManager/session(for:)``): no fields.
+        case sessionLoaded = "session.loaded"
         /// The store could not be read; the manager tries again: `attempt`, `code`.
         case storeRetry = "store.retry"
         /// A credential write failed; the session goes on with the tokens in memory: `code`.

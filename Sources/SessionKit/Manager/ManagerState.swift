@@ -21,6 +21,7 @@ import SessionKitOAuth
 /// | `decide(f)`                   | applies `f`'s event to the state, if any                  | `.flag(state changed)`      |
 /// | `install(s, current?, e)`     | `s` replaces its account's sessions; current if asked or  | `.installed(replaced, Δ)`   |
 /// |                               | if it replaced the current one, `e` applied only then     |                             |
+/// | `installIfAbsent(s)`          | keeps the account's live session, else appends `s`        | `.live(the one kept)`       |
 /// | `switchTo(s)`                 | if `s` is live and active: current, `.switched`           | `.switched(others or nil)`  |
 /// | `signedOutElsewhere(s)`       | `s` leaves; if current, its successor follows             | `.left(…, successor, Δ)`    |
 /// | `rejected(s)`                 | `s` leaves; if current, nobody is, `.refreshRejected`     | `.left(…, nil, Δ)`          |
@@ -107,6 +108,7 @@ struct ManagerState {
         case unsubscribe(Int)
         case decide((ManagerState) -> SessionState.Event?)
         case install(UserSession, makeCurrent: Bool, event: SessionState.Event?)
+        case installIfAbsent(UserSession)
         case switchTo(UserSession)
         case signedOutElsewhere(UserSession)
         case rejected(UserSession)
@@ -139,6 +141,8 @@ struct ManagerState {
         case left(wasCurrent: Bool, successor: UserSession?, stateChanged: Bool)
         case detached(Detached?)
         case bind(current: UserSession?, containers: [WeakBindable])
+        /// The account's live session after a load, `nil` when it is being signed out.
+        case live(UserSession?)
 
         var flag: Bool { if case .flag(let value) = self { value } else { false } }
         var checkScope: StoreChange.Scope? { if case .scope(let scope) = self { scope } else { nil } }
@@ -169,6 +173,16 @@ struct ManagerState {
             return .flag(transition(event))
         case .install(let session, let makeCurrent, let event):
             return install(session, makeCurrent: makeCurrent, event: event)
+        case .installIfAbsent(let session):
+            // A session loaded for a request: the live one a concurrent load installed first wins, and none is
+            // installed while the account is being signed out.
+            if let live = sessions.first(where: { $0.account == session.account && $0.isActive }) {
+                return .live(live)
+            }
+            guard signOuts[session.account] == nil else { return .live(nil) }
+            sessions.removeAll { $0.account == session.account }
+            sessions.append(session)
+            return .live(session)
         case .switchTo(let session):
             guard sessions.contains(where: { $0 === session }) && session.isActive else {
                 return .switched(others: nil, stateChanged: false)
