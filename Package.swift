@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "SessionKit", targets: ["SessionKit"]),
         .library(name: "SessionKitOAuth", targets: ["SessionKitOAuth"]),
         .library(name: "SessionKitTesting", targets: ["SessionKitTesting"]),
+        .library(name: "SessionKitPostgres", targets: ["SessionKitPostgres"]),
         .executable(name: "sessionkit", targets: ["SessionKitCLI"]),
         .executable(name: "sessionkit-bench", targets: ["SessionKitBench"]),
     ],
@@ -27,6 +28,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // libpq, the PostgreSQL client under the server-side credential store (SessionKitPostgres); a product of its
+        // own, so no app on any platform builds it unless it asks for that store.
+        .systemLibrary(
+            name: "CSessionKitPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // The protocols (OAuth 2.0, OpenID Connect, DPoP, JOSE, the platform's cryptography) and the transport
         // bridge under them; it knows nothing of sessions, and SessionKit re-exports it.
         .target(
@@ -38,6 +46,8 @@ let package = Package(
         ),
         .target(name: "SessionKit", dependencies: ["SessionKitOAuth"]),
         .target(name: "SessionKitTesting", dependencies: ["SessionKit"]),
+        // A credential store in PostgreSQL for servers: libpq connections and their pool, the store on top.
+        .target(name: "SessionKitPostgres", dependencies: ["SessionKit", "CSessionKitPostgres"]),
         // The command-line tool's logic (demo scenarios, audits, argument parsing), kept out of the executable so
         // tests can reach it; not a product.
         .target(name: "SessionKitCLICore", dependencies: ["SessionKit", "SessionKitTesting"]),
@@ -53,10 +63,14 @@ let package = Package(
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
         .target(name: "LoopbackNginx"),
+        // A throwaway PostgreSQL cluster on loopback for the suites of SessionKitPostgres; built for the tests, not
+        // shipped.
+        .target(name: "LoopbackPostgres"),
         .testTarget(
             name: "SessionKitTests",
             dependencies: [
                 "SessionKit", "SessionKitOAuth", "SessionKitTesting", "SessionKitCrashChild", "LoopbackNginx",
+                "SessionKitPostgres", "LoopbackPostgres",
             ]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(

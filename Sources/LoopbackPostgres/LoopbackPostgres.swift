@@ -1,0 +1,326 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A throwaway PostgreSQL cluster (Debian's `postgresql`) that a test starts on loopback: a data directory, a Unix
+/// socket and a log in a temporary directory, a free TCP port on 127.0.0.1, removed with everything in it after.
+///
+/// Each ``start()`` makes a cluster of its own, so suites that run in parallel share nothing. TCP connections need
+/// the password (`scram-sha-256`, superuser `sessionkit`), so a wrong one can be tested; the Unix socket trusts its
+/// user, for the fixture's own statements. As root, the cluster runs as the `postgres` user (the server refuses
+/// root), and its directory belongs to that user. A test fixture: `fsync` and `synchronous_commit` are off, since
+/// nothing in it must outlive the machine.
+///
+/// `scripts/test` installs PostgreSQL and sets `SESSIONKIT_REQUIRE_POSTGRES=1`: a missing server then fails the
+/// suite instead of skipping it. `SESSIONKIT_POSTGRES_BIN` names another folder of binaries. For the package's
+/// tests; not a product.
+///
+/// - Important: Its methods block (they run `pg_ctl` and `psql` to their end): call them off Swift's cooperative
+///   pool, as ``withRunning(_:)`` does for the start and the removal. It is `@unchecked Sendable` so a test can hand
+///   it to such a thread: its one mutable state, whether the server runs, is read and written under `lock`.
+package final class LoopbackPostgres: @unchecked Sendable {
+    /// Why the cluster could not be made, started or stopped.
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The folder with `initdb`, `pg_ctl`, `postgres` and `psql`, when there is one: the newest Debian version's.
+    package static var binaries: URL? {
+        let environment = ProcessInfo.processInfo.environment
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let candidates =
+            [environment["SESSIONKIT_POSTGRES_BIN"]].compactMap { $0 }
+            + versions.sorted { $0.compare($1, options: .numeric) == .orderedDescending }.map {
+                "/usr/lib/postgresql/\($0)/bin"
+            }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }.map {
+            URL(fileURLWithPath: $0)
+        }
+    }
+
+    /// Whether a missing PostgreSQL fails the suite (`SESSIONKIT_REQUIRE_POSTGRES=1`, set by `scripts/test`).
+    package static var isRequired: Bool { ProcessInfo.processInfo.environment["SESSIONKIT_REQUIRE_POSTGRES"] == "1" }
+
+    /// Whether suites that need PostgreSQL should run: it is there, or it must be (and its absence then fails).
+    package static var shouldRun: Bool { binaries != nil || isRequired }
+
+    /// The superuser, who owns everything in the cluster.
+    package static let user = "sessionkit"
+
+    /// The temporary directory: the data directory, the socket, the log.
+    package let directory: URL
+    /// The folder of the Unix socket (`host=` of a socket connection).
+    package var socketDirectory: String { directory.path }
+    /// The TCP port on 127.0.0.1.
+    package let port: Int
+    /// The superuser's password, made at random for this cluster.
+    package let password: String
+    /// A connection string over TCP with the password; holds the password, so never print it.
+    package var connectionString: String {
+        "host=127.0.0.1 port=\(port) user=\(Self.user) password=\(password) dbname=postgres connect_timeout=5"
+    }
+    /// A connection string over the Unix socket, which needs no password.
+    package var socketConnectionString: String {
+        "host=\(socketDirectory) port=\(port) user=\(Self.user) dbname=postgres"
+    }
+
+    private let binaries: URL
+    /// Guards `isRunning` and `isShutDown`, and orders the `pg_ctl` calls that change them.
+    private let lock = NSRecursiveLock()
+    private var isRunning = false
+    private var isShutDown = false
+
+    private init(directory: URL, port: Int, password: String, binaries: URL) {
+        self.directory = directory
+        self.port = port
+        self.password = password
+        self.binaries = binaries
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Makes a cluster and starts it, blocking until it accepts connections.
+    ///
+    /// - Returns: The running cluster; ``shutdown()`` or its release removes it.
+    /// - Throws: ``Failure`` when PostgreSQL is missing or does not start.
+    package static func start() throws -> LoopbackPostgres {
+        guard let binaries else {
+            throw Failure(
+                description: "PostgreSQL is not installed (SESSIONKIT_REQUIRE_POSTGRES=1): scripts/test installs "
+                    + "postgresql; or set SESSIONKIT_POSTGRES_BIN to its bin folder")
+        }
+        var lastError = ""
+        // A free port can be taken between choosing it and the server binding it: try a few.
+        for _ in 0..<5 {
+            let cluster = try make(binaries: binaries, port: try freePort())
+            do {
+                try cluster.startServer()
+                return cluster
+            } catch {
+                lastError = "\(error)"
+                cluster.shutdown()
+            }
+        }
+        throw Failure(description: "PostgreSQL did not start: \(lastError)")
+    }
+
+    /// Runs `body` with a cluster of its own, and removes the cluster after.
+    ///
+    /// - Parameter body: The test.
+    /// - Returns: What `body` returns.
+    /// - Throws: ``Failure`` when PostgreSQL is missing or does not start; what `body` throws.
+    package static func withRunning<Result>(_ body: (LoopbackPostgres) async throws -> Result) async throws -> Result {
+        let cluster = try await onThread { try start() }
+        do {
+            let result = try await body(cluster)
+            try await onThread { cluster.shutdown() }
+            return result
+        } catch {
+            try? await onThread { cluster.shutdown() }
+            throw error
+        }
+    }
+
+    /// Runs blocking work on a thread of its own, so it holds no thread of Swift's cooperative pool.
+    ///
+    /// - Parameter body: The blocking work.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    package static func onThread<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`), for a test that takes the database away; ``restart()`` undoes it.
+    ///
+    /// - Throws: ``Failure`` when `pg_ctl` fails.
+    package func stop() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard isRunning else { return }
+        isRunning = false
+        try run("pg_ctl", ["-D", dataDirectory, "-w", "-t", "30", "-m", "fast", "stop"])
+    }
+
+    /// Starts the stopped server again, on the same port with the same data.
+    ///
+    /// - Throws: ``Failure`` when it does not start.
+    package func restart() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isRunning, !isShutDown else { return }
+        try startServer()
+    }
+
+    /// Ends every connection but the fixture's own (`pg_terminate_backend`), as a server restart or a network
+    /// failure would.
+    ///
+    /// - Throws: ``Failure`` when `psql` fails.
+    package func terminateAllConnections() throws {
+        try run(
+            "psql",
+            [
+                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", socketConnectionString, "-c",
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    + "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
+            ])
+    }
+
+    /// Stops the server at once (`-m immediate`) and removes the directory. Idempotent.
+    package func shutdown() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isShutDown else { return }
+        isShutDown = true
+        if isRunning {
+            isRunning = false
+            try? run("pg_ctl", ["-D", dataDirectory, "-w", "-t", "30", "-m", "immediate", "stop"])
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private var dataDirectory: String { directory.appendingPathComponent("data").path }
+
+    /// A new cluster in a new directory, not started.
+    private static func make(binaries: URL, port: Int) throws -> LoopbackPostgres {
+        // Under /tmp, not $TMPDIR: a Unix socket's path has a short limit, and as root the `postgres` user must
+        // reach the folder, which a private $TMPDIR forbids.
+        var template = Array("/tmp/sessionkit-pg-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { throw Failure(description: "mkdtemp failed (errno \(errno))") }
+        let directory = URL(
+            fileURLWithPath: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        var bytes = [UInt8](repeating: 0, count: 18)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+        let password = bytes.map { String(format: "%02x", $0) }.joined()
+        let cluster = LoopbackPostgres(directory: directory, port: port, password: password, binaries: binaries)
+        if getuid() == 0 {
+            guard let owner = getpwnam("postgres") else {
+                cluster.shutdown()
+                throw Failure(description: "running as root, and there is no postgres user to run the server as")
+            }
+            _ = chown(directory.path, owner.pointee.pw_uid, owner.pointee.pw_gid)
+        }
+        do {
+            let passwordFile = directory.appendingPathComponent("password").path
+            guard FileManager.default.createFile(atPath: passwordFile, contents: Data(password.utf8)) else {
+                throw Failure(description: "cannot write the password file")
+            }
+            defer { try? FileManager.default.removeItem(atPath: passwordFile) }
+            _ = chmod(passwordFile, 0o600)
+            if getuid() == 0, let owner = getpwnam("postgres") {
+                _ = chown(passwordFile, owner.pointee.pw_uid, owner.pointee.pw_gid)
+            }
+            try cluster.run(
+                "initdb",
+                [
+                    "-D", cluster.dataDirectory, "-U", user, "--pwfile=\(passwordFile)", "--auth-local=trust",
+                    "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+                ])
+            let settings = """
+
+                # LoopbackPostgres: a throwaway test cluster on loopback, nothing of which must outlive the machine.
+                listen_addresses = '127.0.0.1'
+                port = \(port)
+                unix_socket_directories = '\(directory.path)'
+                fsync = off
+                synchronous_commit = off
+                full_page_writes = off
+                shared_buffers = 16MB
+                max_connections = 40
+                lc_messages = 'C'
+
+                """
+            let configuration = URL(fileURLWithPath: cluster.dataDirectory).appendingPathComponent("postgresql.conf")
+            let handle = try FileHandle(forWritingTo: configuration)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(settings.utf8))
+            try handle.close()
+        } catch {
+            cluster.shutdown()
+            throw error
+        }
+        return cluster
+    }
+
+    /// Starts the server and waits until it accepts connections.
+    private func startServer() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        try run(
+            "pg_ctl",
+            ["-D", dataDirectory, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])
+        isRunning = true
+    }
+
+    /// Runs one of the binaries to its end, as the `postgres` user when this process is root.
+    ///
+    /// With `posix_spawn` and every descriptor above standard error closed in the child, not `Process`: the server
+    /// `pg_ctl start` leaves behind inherits what the child holds, and `Process` learns of its child's exit from a
+    /// socket the child inherits, which the server would then hold open for as long as it runs.
+    ///
+    /// - Throws: ``Failure`` with the tail of its output when it exits with an error.
+    private func run(_ tool: String, _ arguments: [String]) throws {
+        let path = binaries.appendingPathComponent(tool).path
+        let command =
+            getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
+        let outputPath = directory.appendingPathComponent("\(tool).out").path
+        // The C locale, for messages in English; no PGPASSWORD or other setting of the caller's.
+        let environment = ["LC_ALL=C", "LANG=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // glibc's `_np` actions, which Swift's Glibc module does not declare.
+        typealias ChangeDirectory =
+            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let changeDirectory = dlsym(nil, "posix_spawn_file_actions_addchdir_np"),
+            let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np")
+        else { throw Failure(description: "glibc has no posix_spawn_file_actions_addclosefrom_np") }
+        _ = unsafeBitCast(changeDirectory, to: ChangeDirectory.self)(&actions, directory.path)
+        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { for text in argv + envp { free(text) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
+        guard spawned == 0 else { throw Failure(description: "cannot run \(tool) (error \(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        // Exited (no signal in the low bits) with status zero.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            let log = (try? String(contentsOf: directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
+            throw Failure(description: "\(tool) failed: \(text.suffix(1500)) \(log.suffix(1500))")
+        }
+    }
+
+    /// A loopback port nothing listens on right now.
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw Failure(description: "bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
