@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LoopbackPostgres
+import SessionKit
 import SessionKitPostgres
 import Testing
 
@@ -233,16 +234,21 @@ struct PostgresConnectionTests {
         }
     }
 
-    /// Waits until a `pg_sleep` statement runs on the server, asking it from a connection of the fixture's own.
+    /// Waits until a `pg_sleep` statement runs on the server.
     private func waitUntilSleeping(_ postgres: LoopbackPostgres) async throws {
+        try await waitUntilActive(postgres, query: "SELECT pg_sleep")
+    }
+
+    /// Waits until a statement that starts with `prefix` runs on the server, asking it from a connection of its own.
+    private func waitUntilActive(_ postgres: LoopbackPostgres, query prefix: String) async throws {
         let connectionString = postgres.connectionString
         try await blocking {
             let observer = try PostgresConnection(connectionString: connectionString)
             let query = """
                 SELECT count(*) FROM pg_stat_activity
-                WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()
+                WHERE state = 'active' AND starts_with(query, $1) AND pid <> pg_backend_pid()
                 """
-            while try observer.execute(query).rows != [["1"]] {
+            while try observer.execute(query, [prefix]).rows != [["1"]] {
                 usleep(10_000)
             }
         }
@@ -284,5 +290,160 @@ extension Result {
     var failure: Failure? {
         guard case .failure(let error) = self else { return nil }
         return error
+    }
+}
+
+// The pool's guarantees, against the same kind of server.
+extension PostgresConnectionTests {
+    @Test func poolOfOneServesFiftyConcurrentCallersOneAtATime() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 1, label: "pool-of-one")
+            defer { pool.close() }
+            // Bodies in progress now, and the most seen at once.
+            let running = Lock((now: 0, most: 0))
+            let results = try await withThrowingTaskGroup(of: String?.self) { group in
+                for number in 0..<50 {
+                    group.addTask {
+                        try await pool.withConnection { connection in
+                            running.withLock { $0 = (now: $0.now + 1, most: max($0.most, $0.now + 1)) }
+                            defer { running.withLock { $0.now -= 1 } }
+                            return try connection.execute("SELECT $1::int * 2", ["\(number)"]).rows[0][0]
+                        }
+                    }
+                }
+                return try await group.reduce(into: Set<String?>()) { $0.insert($1) }
+            }
+            #expect(results == Set((0..<50).map { "\($0 * 2)" }))
+            #expect(running.withLock { $0.most } == 1)
+        }
+    }
+
+    @Test func cancellingAWaitingCallerThrowsWithoutRunningItsBody() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 1, label: "waiting")
+            defer { pool.close() }
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let holder = Task {
+                try await pool.withConnection { _ in
+                    holding.signal()
+                    release.wait()
+                }
+            }
+            await blocking { holding.wait() }
+            let ranBody = Lock(false)
+            let waiter = Task {
+                try await pool.withConnection { _ in ranBody.withLock { $0 = true } }
+            }
+            while pool.waitingCount == 0 { await Task.yield() }
+            waiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+            #expect(pool.waitingCount == 0)
+            release.signal()
+            try await holder.value
+            #expect(!ranBody.withLock { $0 })
+            // The slot went back to the pool, not to the cancelled caller.
+            #expect(try await pool.withConnection { try $0.execute("SELECT 'next'").rows } == [["next"]])
+        }
+    }
+
+    @Test func cancellingDuringAStatementCancelsItQuickly() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 1, label: "cancel-running")
+            defer { pool.close() }
+            let sleeping = Task {
+                try await pool.withConnection { try $0.execute("SELECT pg_sleep(10)") }
+            }
+            try await waitUntilSleeping(postgres)
+            let start = ContinuousClock.now
+            sleeping.cancel()
+            let error = await #expect(throws: PostgresError.self) { try await sleeping.value }
+            #expect(error?.kind == .cancelled)
+            #expect(ContinuousClock.now - start < .milliseconds(900))
+            // The next caller's statement is not cancelled by the earlier caller's cancel.
+            #expect(try await pool.withConnection { try $0.execute("SELECT 'next'").rows } == [["next"]])
+        }
+    }
+
+    @Test func cancellingAnAdvisoryLockWaitReturnsIt() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 2, label: "advisory")
+            defer { pool.close() }
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let holder = Task {
+                try await pool.withConnection { connection in
+                    _ = try connection.execute("SELECT pg_advisory_lock(51)")
+                    holding.signal()
+                    release.wait()
+                    _ = try connection.execute("SELECT pg_advisory_unlock(51)")
+                }
+            }
+            await blocking { holding.wait() }
+            let waiter = Task {
+                try await pool.withConnection { try $0.execute("SELECT pg_advisory_lock(51)") }
+            }
+            try await waitUntilActive(postgres, query: "SELECT pg_advisory_lock")
+            waiter.cancel()
+            let error = await #expect(throws: PostgresError.self) { try await waiter.value }
+            #expect(error?.kind == .cancelled)
+            release.signal()
+            try await holder.value
+        }
+    }
+
+    @Test func terminatedConnectionFailsItsCallAndIsReplacedForTheNext() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 1, label: "terminated")
+            defer { pool.close() }
+            let first = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()").rows }
+            // Terminated while its statement runs.
+            let sleeping = Task {
+                try await pool.withConnection { try $0.execute("SELECT pg_sleep(10)") }
+            }
+            try await waitUntilSleeping(postgres)
+            try await blocking { try postgres.terminateAllConnections() }
+            let error = await #expect(throws: PostgresError.self) { try await sleeping.value }
+            #expect(error?.kind == .unreachable)
+            let second = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()").rows }
+            #expect(second != first)
+            // Terminated while idle in the pool: its next call fails, the one after gets a new connection.
+            try await blocking { try postgres.terminateAllConnections() }
+            let idle = await #expect(throws: PostgresError.self) {
+                try await pool.withConnection { try $0.execute("SELECT 1") }
+            }
+            #expect(idle?.kind == .unreachable)
+            let third = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()").rows }
+            #expect(third != second)
+        }
+    }
+
+    @Test func failedConnectThrowsItsPostgresError() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let wrong = postgres.connectionString.replacing(postgres.password, with: "not-the-password")
+            let pool = PostgresPool(connectionString: wrong, size: 1, label: "wrong-password")
+            defer { pool.close() }
+            for _ in 0..<2 {
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.withConnection { try $0.execute("SELECT 1") }
+                }
+                #expect(error?.kind == .authentication)
+                #expect(error?.description.contains("not-the-password") == false)
+            }
+        }
+    }
+
+    @Test func closedPoolThrowsUnreachable() async throws {
+        try await LoopbackPostgres.withRunning { postgres in
+            let pool = PostgresPool(connectionString: postgres.connectionString, size: 1, label: "closed")
+            let rows = try await pool.withConnection { try $0.execute("SELECT 1").rows }
+            #expect(rows == [["1"]])
+            pool.close()
+            let error = await #expect(throws: PostgresError.self) {
+                try await pool.withConnection { try $0.execute("SELECT 1") }
+            }
+            #expect(error?.kind == .unreachable)
+            #expect(error?.message == "pool closed")
+        }
     }
 }

@@ -130,7 +130,7 @@ package final class PostgresConnection: @unchecked Sendable {
     private static func closeDescriptors(_ cancellation: Lock<Cancellation>) {
         cancellation.withLock { state in
             for descriptor in [state.wakeRead, state.wakeWrite] where descriptor >= 0 {
-                _ = Glibc.close(descriptor)
+                closeDescriptor(descriptor)
             }
             state.wakeRead = -1
             state.wakeWrite = -1
@@ -172,4 +172,9 @@ package final class PostgresConnection: @unchecked Sendable {
         if message.contains("invalid "), message.contains(" value") { return .invalidSettings }
         return .unreachable
     }
+}
+
+/// Closes a descriptor; a free function, where `close` is the C library's and not the connection's method.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }
