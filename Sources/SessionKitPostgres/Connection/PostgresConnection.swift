@@ -50,8 +50,15 @@ package final class PostgresConnection: @unchecked Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
         cancellation = Lock(Cancellation(wakeRead: pipeEnds[0], wakeWrite: pipeEnds[1]))
-        let keywords: [UnsafeMutablePointer<CChar>?] = [strdup("dbname"), strdup("client_encoding"), nil]
-        let values: [UnsafeMutablePointer<CChar>?] = [strdup(connectionString), strdup("UTF8"), nil]
+        // Keywords are read in order, the last value kept: `connect_timeout` before `dbname` is a default the string
+        // overrides (libpq's own default waits for ever on a host that drops packets), `client_encoding` after it
+        // overrides the string.
+        let keywords: [UnsafeMutablePointer<CChar>?] = [
+            strdup("connect_timeout"), strdup("dbname"), strdup("client_encoding"), nil,
+        ]
+        let values: [UnsafeMutablePointer<CChar>?] = [
+            strdup(Self.defaultConnectTimeout), strdup(connectionString), strdup("UTF8"), nil,
+        ]
         defer { for text in keywords + values { free(text) } }
         // `expand_dbname`: the first `dbname` value is the whole connection string, expanded into its settings.
         let handle = PQconnectdbParams(keywords.map { UnsafePointer($0) }, values.map { UnsafePointer($0) }, 1)
@@ -74,6 +81,9 @@ package final class PostgresConnection: @unchecked Sendable {
     deinit {
         close()
     }
+
+    /// Seconds a connection attempt waits for a server unless the connection string says otherwise.
+    static let defaultConnectTimeout = "5"
 
     /// Whether the connection is closed or lost (`PQstatus` is not `CONNECTION_OK`); a pool replaces such a one.
     package var isBroken: Bool {

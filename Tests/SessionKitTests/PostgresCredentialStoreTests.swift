@@ -1,0 +1,294 @@
+import Foundation
+import LoopbackPostgres
+import SessionKit
+import SessionKitPostgres
+import SessionKitTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `PostgresCredentialStore` against a real PostgreSQL that the suite starts (issue 51): the store contract, typed
+/// start errors, the advisory lock per account, `LISTEN`/`NOTIFY` endings, and a database that goes away.
+@Suite(.enabled(if: LoopbackPostgres.shouldRun), .timeLimit(.minutes(TimeLimit.heavy)))
+struct PostgresCredentialStoreTests {
+    /// One cluster for the tests that need only a database of their own; tests that stop or restart the server
+    /// start their own.
+    static let shared = Result { try LoopbackPostgres.start() }
+
+    /// A new, empty database in `cluster`, and a connection string naming it.
+    static func freshDatabase(in cluster: LoopbackPostgres) async throws -> String {
+        let name = "t_\(UInt64.random(in: 1...UInt64.max))"
+        let admin = cluster.connectionString
+        try await LoopbackPostgres.onThread {
+            let connection = try PostgresConnection(connectionString: admin)
+            defer { connection.close() }
+            _ = try connection.execute("CREATE DATABASE \(name)")
+        }
+        return admin.replacingOccurrences(of: "dbname=postgres", with: "dbname=\(name)")
+    }
+
+    static func sharedDatabase() async throws -> String {
+        try await freshDatabase(in: try shared.get())
+    }
+
+    static func record(_ account: Account, _ version: Int) -> CredentialRecord {
+        CredentialStoreContract.fullRecord(for: account, version: version)
+    }
+
+    // MARK: - The contract every store keeps
+
+    @Test(arguments: CredentialStoreContract.Check.allCases)
+    func keepsTheStoreContract(_ check: CredentialStoreContract.Check) async throws {
+        try await check.run {
+            try await PostgresCredentialStore.connect(to: try await Self.sharedDatabase())
+        }
+    }
+
+    @Test func aRecordWrittenByOneInstanceIsReadByAnother() async throws {
+        let database = try await Self.sharedDatabase()
+        let first = try await PostgresCredentialStore.connect(to: database)
+        let second = try await PostgresCredentialStore.connect(to: database)
+        let alice = CredentialStoreContract.account(1)
+        try await first.save(Self.record(alice, 1))
+        #expect(try await second.load(for: alice) == Self.record(alice, 1))
+        try await second.delete(for: alice)
+        #expect(try await first.load(for: alice) == nil)
+    }
+
+    // MARK: - Starting
+
+    @Test func aWrongPasswordIsATypedErrorThatNeverSpellsThePassword() async throws {
+        let cluster = try Self.shared.get()
+        let wrong = "not-\(cluster.password)"
+        let string = cluster.connectionString.replacingOccurrences(
+            of: "password=\(cluster.password)", with: "password=\(wrong)")
+        let error = await #expect(throws: PostgresStoreError.self) {
+            _ = try await PostgresCredentialStore.connect(to: string)
+        }
+        #expect(error?.code == .authenticationFailed)
+        #expect(error.map { !"\($0)".contains(wrong) && !"\($0)".contains(cluster.password) } == true)
+    }
+
+    @Test func anUnreachableHostIsATypedErrorAtOnce() async throws {
+        // A loopback port nobody listens on: refused at once.
+        let string = "host=127.0.0.1 port=\(try Self.closedPort()) user=nobody dbname=none connect_timeout=2"
+        let started = ContinuousClock.now
+        let error = await #expect(throws: PostgresStoreError.self) {
+            _ = try await PostgresCredentialStore.connect(to: string)
+        }
+        #expect(error?.code == .unreachable)
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test(arguments: ["host=127.0.0.1 port=notaport =", "postgresql://[::1", "nonsense_key=1"])
+    func anUnparsableConnectionStringIsATypedError(_ string: String) async throws {
+        let error = await #expect(throws: PostgresStoreError.self) {
+            _ = try await PostgresCredentialStore.connect(to: string)
+        }
+        #expect(error?.code == .invalidConnectionString || error?.code == .unreachable)
+    }
+
+    @Test func tablesOfANewerSchemaAreRefusedNotOverwritten() async throws {
+        let database = try await Self.sharedDatabase()
+        let store = try await PostgresCredentialStore.connect(to: database)
+        let alice = CredentialStoreContract.account(1)
+        try await store.save(Self.record(alice, 1))
+        try await LoopbackPostgres.onThread {
+            let connection = try PostgresConnection(connectionString: database)
+            defer { connection.close() }
+            _ = try connection.execute("UPDATE sessionkit_schema SET version = 99")
+        }
+        let error = await #expect(throws: PostgresStoreError.self) {
+            _ = try await PostgresCredentialStore.connect(to: database)
+        }
+        #expect(error?.code == .schemaTooNew)
+        #expect(try await store.load(for: alice) == Self.record(alice, 1), "the newer tables are left as they are")
+    }
+
+    @Test func instancesStartingTogetherMakeTheSchemaOnce() async throws {
+        let database = try await Self.sharedDatabase()
+        let started = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask { (try? await PostgresCredentialStore.connect(to: database, poolSize: 1)) != nil }
+            }
+            var all: [Bool] = []
+            for await ok in group { all.append(ok) }
+            return all
+        }
+        #expect(started == Array(repeating: true, count: 8))
+    }
+
+    // MARK: - The lock per account
+
+    @Test func theLockIsPerAccountAndAWaitIsBoundedByTheTimeout() async throws {
+        let database = try await Self.sharedDatabase()
+        let first = try await PostgresCredentialStore.connect(to: database)
+        let second = try await PostgresCredentialStore.connect(to: database, lockTimeout: .milliseconds(300))
+        let (alice, bob) = (CredentialStoreContract.account(1), CredentialStoreContract.account(2))
+        let held = try await #require(first.coordination).lock(for: alice)
+        let coordination = try #require(second.coordination)
+        let bobs = try await coordination.lock(for: bob)
+        bobs.release()
+        let started = ContinuousClock.now
+        let error = await #expect(throws: SessionError.self) { _ = try await coordination.lock(for: alice) }
+        #expect(error?.code == .refreshTimedOut)
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        held.release()
+        let again = try await coordination.lock(for: alice)
+        again.release()
+    }
+
+    @Test func aHolderWhoseConnectionDiesReleasesTheLock() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        let database = try await Self.freshDatabase(in: cluster)
+        let first = try await PostgresCredentialStore.connect(to: database)
+        let second = try await PostgresCredentialStore.connect(to: database, lockTimeout: .seconds(20))
+        let alice = CredentialStoreContract.account(1)
+        let held = try await #require(first.coordination).lock(for: alice)
+        defer { held.release() }
+        let waiter = Task { try await #require(second.coordination).lock(for: alice) }
+        try await Task.sleep(for: .milliseconds(100))
+        // Every connection ends, the holder's with it; the server drops its lock, and the waiter's wait (cut too) is
+        // taken up on a new connection.
+        try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
+        let outcome = await waiter.result
+        switch outcome {
+        case .success(let lock): lock.release()
+        case .failure(let error):
+            // The waiter's own connection was cut mid-wait: a typed, retryable error, never a hang.
+            #expect((error as? SessionError)?.code == .storeUnavailable)
+            let lock = try await #require(second.coordination).lock(for: alice)
+            lock.release()
+        }
+    }
+
+    @Test func aCancelledWaitLeavesNothingHeld() async throws {
+        let database = try await Self.sharedDatabase()
+        let first = try await PostgresCredentialStore.connect(to: database)
+        let second = try await PostgresCredentialStore.connect(to: database)
+        let alice = CredentialStoreContract.account(1)
+        let held = try await #require(first.coordination).lock(for: alice)
+        let waiter = Task { try await #require(second.coordination).lock(for: alice) }
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelled = ContinuousClock.now
+        waiter.cancel()
+        let outcome = await waiter.result
+        #expect(ContinuousClock.now - cancelled < .seconds(2))
+        if case .success(let lock) = outcome { lock.release() }
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        held.release()
+        let third = try await #require(first.coordination).lock(for: alice)
+        third.release()
+    }
+
+    // MARK: - Endings
+
+    @Test func anAnnouncementReachesEveryInstanceNamingTheAccount() async throws {
+        let database = try await Self.sharedDatabase()
+        let first = try await PostgresCredentialStore.connect(to: database)
+        let second = try await PostgresCredentialStore.connect(to: database)
+        let seen = Lock<[StoreChange]>([])
+        let arrived = AsyncStream<Void>.makeStream()
+        let watch = try #require(
+            second.coordination?.watchChanges { change in
+                seen.withLock { $0.append(change) }
+                arrived.continuation.yield()
+            })
+        defer { watch.stop() }
+        let alice = CredentialStoreContract.account(1)
+        // The listener may not be listening yet: announce until it hears one.
+        var iterator = arrived.stream.makeAsyncIterator()
+        let announcer = Task {
+            while !Task.isCancelled {
+                await first.coordination?.announceChange(of: alice)
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        _ = await iterator.next()
+        announcer.cancel()
+        let change = try #require(seen.withLock { $0.first })
+        #expect(change.scope == .accounts([alice.resourceTag]))
+        #expect(change.scope.includes(alice))
+        #expect(!change.scope.includes(CredentialStoreContract.account(2)))
+    }
+
+    @Test func aListenerThatLostItsConnectionChecksEveryAccountOnceBack() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        let database = try await Self.freshDatabase(in: cluster)
+        let store = try await PostgresCredentialStore.connect(to: database)
+        let arrived = AsyncStream<StoreChange>.makeStream()
+        let watch = try #require(store.coordination?.watchChanges { arrived.continuation.yield($0) })
+        defer { watch.stop() }
+        try await Task.sleep(for: .milliseconds(200))
+        try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
+        var iterator = arrived.stream.makeAsyncIterator()
+        let change = await iterator.next()
+        #expect(change?.scope == .everyAccount, "notices sent while it was away are recovered by reading every one")
+    }
+
+    // MARK: - A database that goes away
+
+    @Test func aDatabaseThatGoesAwayIsALockedStoreAndComesBack() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        let database = try await Self.freshDatabase(in: cluster)
+        let store = try await PostgresCredentialStore.connect(to: database)
+        let alice = CredentialStoreContract.account(1)
+        try await store.save(Self.record(alice, 1))
+        try await LoopbackPostgres.onThread { try cluster.stop() }
+        for operation in ["load", "save", "accounts", "delete", "lock"] {
+            let error = await #expect(throws: SessionError.self, "\(operation)") {
+                switch operation {
+                case "load": _ = try await store.load(for: alice)
+                case "save": try await store.save(Self.record(alice, 2))
+                case "accounts": _ = try await store.accounts()
+                case "delete": try await store.delete(for: alice)
+                default: _ = try await store.coordination?.lock(for: alice)
+                }
+            }
+            #expect(error?.code == .storeUnavailable, "\(operation): unavailable, so nobody is signed out")
+        }
+        try await LoopbackPostgres.onThread { try cluster.restart() }
+        #expect(try await store.load(for: alice) == Self.record(alice, 1), "nothing was lost or deleted")
+        try await store.save(Self.record(alice, 3))
+        #expect(try await store.load(for: alice) == Self.record(alice, 3))
+    }
+
+    // MARK: - Helpers
+
+    /// A loopback port with no listener: bound, then closed.
+    static func closedPort() throws -> Int {
+        let listener = try LoopbackTCPPort()
+        return listener.port
+    }
+}
+
+/// A loopback TCP port that was free a moment ago.
+struct LoopbackTCPPort {
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw SessionError(.storageFailure, "no socket") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw SessionError(.storageFailure, "cannot bind") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import LoopbackPostgres
+import SessionKit
+import SessionKitPostgres
+import SessionKitTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Sessions of two server instances on one `PostgresCredentialStore` (issue 51): each instance is a
+/// `SessionManager` with a store of its own (its own pools and listener), as two processes would have.
+@Suite(.enabled(if: LoopbackPostgres.shouldRun), .timeLimit(.minutes(TimeLimit.heavy)))
+struct PostgresSessionTests {
+    struct Instances {
+        let first: SessionManager
+        let second: SessionManager
+        let stores: [PostgresCredentialStore]
+    }
+
+    static func instances(_ mock: MockAuthorizationServer, database: String) async throws -> Instances {
+        let stores = [
+            try await PostgresCredentialStore.connect(to: database),
+            try await PostgresCredentialStore.connect(to: database),
+        ]
+        let managers = stores.map {
+            SessionManager(configuration: .init(store: $0, tokenEndpoint: mock.makeClient()))
+        }
+        return Instances(first: managers[0], second: managers[1], stores: stores)
+    }
+
+    @Test func aSignOutOnOneInstanceEndsTheSessionOnTheOtherAtOnce() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            let database = try await PostgresCredentialStoreTests.sharedDatabase()
+            let fleet = try await Self.instances(mock, database: database)
+            try mock.addUser("alice")
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            let signedIn = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+            let there = try #require(try await fleet.second.session(for: alice))
+            let (_, before) = try await there.data(for: URLRequest(url: mock.userInfoEndpoint))
+            #expect(before.statusCode == 200)
+            let ended = AsyncStream<ContinuousClock.Instant>.makeStream()
+            there.onEnd { ended.continuation.yield(ContinuousClock.now) }
+            // The listener of the second instance may connect after the first notice: the test waits for the end,
+            // and the time limit fails it if the notice never arrives.
+            try await Task.sleep(for: .milliseconds(200))
+            let signingOut = ContinuousClock.now
+            await fleet.first.signOut(signedIn)
+            var iterator = ended.stream.makeAsyncIterator()
+            let learned = try #require(await iterator.next())
+            // A notice, not the next refresh (an hour away): the figure against the 250 ms goal is the endings
+            // test's p99, over 200 endings in four processes; here a bound no loaded machine should reach.
+            #expect(learned - signingOut < .seconds(5), "learned in \(learned - signingOut)")
+            #expect(!there.isActive)
+            await #expect(throws: SessionError.self) {
+                _ = try await there.data(for: URLRequest(url: mock.userInfoEndpoint))
+            }
+            #expect(try await fleet.second.session(for: alice) == nil)
+        }
+    }
+
+    @Test func aRefreshOnOneInstanceIsAdoptedByTheOther() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            let database = try await PostgresCredentialStoreTests.sharedDatabase()
+            let fleet = try await Self.instances(mock, database: database)
+            try mock.addUser("alice")
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            _ = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+            let one = try #require(try await fleet.first.session(for: alice))
+            let two = try #require(try await fleet.second.session(for: alice))
+            mock.invalidateAccessTokens(for: "alice")
+            let before = mock.tokenRequestCount
+            // Both instances meet a 401 at once; one refreshes, the other adopts what it stored.
+            async let first = one.data(for: URLRequest(url: mock.userInfoEndpoint))
+            async let second = two.data(for: URLRequest(url: mock.userInfoEndpoint))
+            let answers = try await [first.1.statusCode, second.1.statusCode]
+            #expect(answers == [200, 200])
+            #expect(mock.tokenRequestCount - before == 1, "one refresh between the two instances")
+            #expect(mock.repeatedRefreshTokenCount == 0)
+            #expect(one.isActive && two.isActive)
+        }
+    }
+
+    @Test func aDatabaseThatGoesAwaySignsNobodyOutAndGetsTheRotationWhenBack() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        let database = try await PostgresCredentialStoreTests.freshDatabase(in: cluster)
+        try await MockAuthorizationServer.withRunning { mock in
+            let store = try await PostgresCredentialStore.connect(to: database)
+            let manager = SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: mock.makeClient(), storeRetryInterval: .milliseconds(50)))
+            try mock.addUser("alice")
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            let session = try await manager.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+            let stored = try #require(try await store.load(for: alice))
+
+            // The database goes away while the provider rotates the refresh token: the answer is in, the write
+            // cannot be made.
+            let gate = Gate()
+            mock.holdNext(.token, at: gate, afterProcessing: true)
+            let refresh = Task { try await session.refreshTokens() }
+            await gate.waitForArrivals()
+            try await LoopbackPostgres.onThread { try cluster.stop() }
+            gate.open()
+            _ = await refresh.result
+            #expect(session.isActive, "a database away is a locked store: nobody is signed out")
+            let (_, answer) = try await session.data(for: URLRequest(url: mock.userInfoEndpoint))
+            #expect(answer.statusCode == 200, "the new access token, kept in memory, works")
+            // Another refresh needs the account's lock, which lives in the database: refused, typed.
+            await #expect(throws: SessionError.self) { try await session.refreshTokens() }
+            #expect(session.isActive)
+
+            try await LoopbackPostgres.onThread { try cluster.restart() }
+            // The manager retries the refused write; the rotation reaches the database without a new refresh.
+            let requestsBefore = mock.tokenRequestCount
+            var after = try? await store.load(for: alice)
+            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+            while after?.refreshToken == stored.refreshToken || after == nil, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                after = try? await store.load(for: alice)
+            }
+            #expect(after?.refreshToken != stored.refreshToken, "the rotation is written once the database is back")
+            #expect(after?.refreshToken == session.tokens?.refreshToken)
+            #expect(mock.tokenRequestCount == requestsBefore, "written, not refreshed again")
+            #expect(mock.repeatedRefreshTokenCount == 0)
+            try await session.refreshTokens()
+            #expect(session.isActive)
+        }
+    }
+}
