@@ -132,11 +132,17 @@ struct PostgresCredentialStoreTests {
         let bobs = try await coordination.lock(for: bob)
         bobs.release()
         let started = ContinuousClock.now
-        let error = await #expect(throws: SessionError.self) { _ = try await coordination.lock(for: alice) }
+        let error = await #expect(throws: SessionError.self) {
+            _ = try await Bounded.run("a bounded lock wait", within: .seconds(10)) {
+                try await coordination.lock(for: alice)
+            }
+        }
         #expect(error?.code == .refreshTimedOut)
         #expect(ContinuousClock.now - started >= .milliseconds(250))
         held.release()
-        let again = try await coordination.lock(for: alice)
+        let again = try await Bounded.run("the released lock", within: .seconds(10)) {
+            try await coordination.lock(for: alice)
+        }
         again.release()
     }
 
@@ -154,7 +160,13 @@ struct PostgresCredentialStoreTests {
         // Every connection ends, the holder's with it; the server drops its lock, and the waiter's wait (cut too) is
         // taken up on a new connection.
         try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
-        let outcome = await waiter.result
+        let outcome: Result<HeldStoreLock, any Error>
+        do {
+            outcome = .success(
+                try await Bounded.run("the dead holder's lock", within: .seconds(10)) { try await waiter.value })
+        } catch {
+            outcome = .failure(error)
+        }
         switch outcome {
         case .success(let lock): lock.release()
         case .failure(let error):
@@ -180,7 +192,10 @@ struct PostgresCredentialStoreTests {
         if case .success(let lock) = outcome { lock.release() }
         #expect(throws: CancellationError.self) { try outcome.get() }
         held.release()
-        let third = try await #require(first.coordination).lock(for: alice)
+        let coordination = try #require(first.coordination)
+        let third = try await Bounded.run("the lock after a cancelled wait", within: .seconds(10)) {
+            try await coordination.lock(for: alice)
+        }
         third.release()
     }
 
@@ -200,15 +215,15 @@ struct PostgresCredentialStoreTests {
         defer { watch.stop() }
         let alice = CredentialStoreContract.account(1)
         // The listener may not be listening yet: announce until it hears one.
-        var iterator = arrived.stream.makeAsyncIterator()
         let announcer = Task {
             while !Task.isCancelled {
                 await first.coordination?.announceChange(of: alice)
                 try? await Task.sleep(for: .milliseconds(50))
             }
         }
-        _ = await iterator.next()
+        let heard: Void? = await Bounded.first(of: arrived.stream, within: .seconds(10))
         announcer.cancel()
+        #expect(heard != nil, "no notice arrived")
         let change = try #require(seen.withLock { $0.first })
         #expect(change.scope == .accounts([alice.resourceTag]))
         #expect(change.scope.includes(alice))
@@ -225,8 +240,7 @@ struct PostgresCredentialStoreTests {
         defer { watch.stop() }
         try await Task.sleep(for: .milliseconds(200))
         try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
-        var iterator = arrived.stream.makeAsyncIterator()
-        let change = await iterator.next()
+        let change = await Bounded.first(of: arrived.stream, within: .seconds(10))
         #expect(change?.scope == .everyAccount, "notices sent while it was away are recovered by reading every one")
     }
 
@@ -256,6 +270,18 @@ struct PostgresCredentialStoreTests {
         #expect(try await store.load(for: alice) == Self.record(alice, 1), "nothing was lost or deleted")
         try await store.save(Self.record(alice, 3))
         #expect(try await store.load(for: alice) == Self.record(alice, 3))
+    }
+
+    @Test func aConnectionClosedWhileIdleIsReplacedWithoutAnError() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        let database = try await Self.freshDatabase(in: cluster)
+        let store = try await PostgresCredentialStore.connect(to: database, poolSize: 1)
+        let alice = CredentialStoreContract.account(1)
+        try await store.save(Self.record(alice, 1))
+        // A restart, a failover or an idle timeout closes the pooled connection while nothing uses it.
+        try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
+        #expect(try await store.load(for: alice) == Self.record(alice, 1), "the next call opens a new connection")
     }
 
     // MARK: - Helpers

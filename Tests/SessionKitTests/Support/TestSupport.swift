@@ -161,3 +161,45 @@ func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result
 /// Timing margins widen under it, and its allocator keeps freed memory aside, so a freed block's address is not
 /// handed out again at once.
 let runsUnderThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
+/// A wait that fails with the test's own words instead of running into the suite's time limit: a regression that
+/// hangs then fails in seconds, with a name.
+enum Bounded {
+    struct TimedOut: Error, CustomStringConvertible {
+        let what: String
+        var description: String { "\(what) did not happen within the bound" }
+    }
+
+    /// The first value of `stream`, or `nil` when none came within `limit`.
+    static func first<T: Sendable>(of stream: AsyncStream<T>, within limit: Duration) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask {
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// What `body` returns, or ``TimedOut`` when it has not returned within `limit` (it is then cancelled).
+    static func run<T: Sendable>(
+        _ what: String, within limit: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let value = try await group.next() ?? nil else { throw TimedOut(what: what) }
+            return value
+        }
+    }
+}
