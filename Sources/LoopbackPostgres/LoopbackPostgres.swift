@@ -57,6 +57,9 @@ package final class LoopbackPostgres: @unchecked Sendable {
     package let port: Int
     /// The superuser's password, made at random for this cluster.
     package let password: String
+    /// The certificate authority that signed the server's TLS certificate (for `127.0.0.1` and `localhost`), made for
+    /// this cluster: `sslrootcert=` of a connection that verifies the server.
+    package var certificateAuthority: String { directory.appendingPathComponent("ca.crt").path }
     /// A connection string over TCP with the password; holds the password, so never print it.
     package var connectionString: String {
         "host=127.0.0.1 port=\(port) user=\(Self.user) password=\(password) dbname=postgres connect_timeout=5"
@@ -234,8 +237,12 @@ package final class LoopbackPostgres: @unchecked Sendable {
                 shared_buffers = 16MB
                 max_connections = 40
                 lc_messages = 'C'
+                ssl = on
+                ssl_cert_file = 'server.crt'
+                ssl_key_file = 'server.key'
 
                 """
+            try makeCertificates(in: directory, dataDirectory: URL(fileURLWithPath: cluster.dataDirectory))
             let configuration = URL(fileURLWithPath: cluster.dataDirectory).appendingPathComponent("postgresql.conf")
             let handle = try FileHandle(forWritingTo: configuration)
             try handle.seekToEnd()
@@ -246,6 +253,49 @@ package final class LoopbackPostgres: @unchecked Sendable {
             throw error
         }
         return cluster
+    }
+
+    /// Makes a certificate authority in `directory` and, signed by it, the server's certificate and key in the data
+    /// directory (the key `0600`, owned by the user the server runs as, as PostgreSQL requires).
+    private static func makeCertificates(in directory: URL, dataDirectory: URL) throws {
+        let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        guard let openssl else { throw Failure(description: "openssl is not installed (scripts/test installs it)") }
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8).write(to: URL(fileURLWithPath: path("server.ext")))
+        for arguments in [
+            ["req", "-x509"] + curve + [
+                "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2", "-subj", "/CN=LoopbackPostgres CA",
+            ],
+            ["req"] + curve + [
+                "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=127.0.0.1",
+            ],
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext"),
+            ],
+        ] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: openssl)
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw Failure(description: "openssl \(arguments[0]) failed (status \(process.terminationStatus))")
+            }
+        }
+        for name in ["server.crt", "server.key"] {
+            let target = dataDirectory.appendingPathComponent(name).path
+            try FileManager.default.copyItem(atPath: path(name), toPath: target)
+            _ = chmod(target, 0o600)
+            if getuid() == 0, let owner = getpwnam("postgres") {
+                _ = chown(target, owner.pointee.pw_uid, owner.pointee.pw_gid)
+            }
+        }
     }
 
     /// Starts the server and waits until it accepts connections.

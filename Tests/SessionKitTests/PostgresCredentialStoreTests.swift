@@ -71,6 +71,44 @@ struct PostgresCredentialStoreTests {
         #expect(error.map { !"\($0)".contains(wrong) && !"\($0)".contains(cluster.password) } == true)
     }
 
+    @Test func aPasswordFromAPasswordFileIsUsedAndAMissingOneIsATypedError() async throws {
+        let cluster = try Self.shared.get()
+        let database = try await Self.sharedDatabase()
+        let withoutPassword = database.replacingOccurrences(of: "password=\(cluster.password) ", with: "")
+        #expect(!withoutPassword.contains(cluster.password))
+        try await TemporaryDirectory.with { directory in
+            // libpq's own .pgpass format; it refuses a file others can read.
+            let file = directory.appendingPathComponent("pgpass")
+            try Data("127.0.0.1:\(cluster.port):*:\(LoopbackPostgres.user):\(cluster.password)\n".utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+            let store = try await PostgresCredentialStore.connect(to: withoutPassword + " passfile=\(file.path)")
+            #expect(try await store.accounts().isEmpty)
+            let missing = directory.appendingPathComponent("none")
+            let error = await #expect(throws: PostgresStoreError.self) {
+                _ = try await PostgresCredentialStore.connect(to: withoutPassword + " passfile=\(missing.path)")
+            }
+            #expect(error?.code == .authenticationFailed)
+        }
+    }
+
+    @Test func aServerVerifiedOverTLSIsUsedAndOneSignedByAnotherAuthorityIsRefused() async throws {
+        let cluster = try Self.shared.get()
+        let database = try await Self.sharedDatabase()
+        let verified = database + " sslmode=verify-full sslrootcert=\(cluster.certificateAuthority)"
+        let store = try await PostgresCredentialStore.connect(to: verified)
+        let alice = CredentialStoreContract.account(1)
+        try await store.save(Self.record(alice, 1))
+        #expect(try await store.load(for: alice) == Self.record(alice, 1))
+        // Another cluster's authority did not sign this server's certificate.
+        let other = try LoopbackPostgres.start()
+        defer { other.shutdown() }
+        let error = await #expect(throws: PostgresStoreError.self) {
+            _ = try await PostgresCredentialStore.connect(
+                to: database + " sslmode=verify-full sslrootcert=\(other.certificateAuthority)")
+        }
+        #expect(error?.code == .tlsRefused)
+    }
+
     @Test func anUnreachableHostIsATypedErrorAtOnce() async throws {
         // A loopback port nobody listens on: refused at once.
         let string = "host=127.0.0.1 port=\(try Self.closedPort()) user=nobody dbname=none connect_timeout=2"

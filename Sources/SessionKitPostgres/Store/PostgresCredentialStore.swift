@@ -189,6 +189,9 @@ public struct PostgresStoreError: Error, Sendable, Equatable, CustomStringConver
         case unreachable
         /// The server refused the user or password.
         case authenticationFailed
+        /// The TLS connection the string asks for could not be made: the server's certificate is not trusted or does
+        /// not name the host, or the server offers no TLS.
+        case tlsRefused
         /// The connection string cannot be parsed.
         case invalidConnectionString
         /// The table was made by a newer SessionKit, whose format this build cannot read.
@@ -212,6 +215,13 @@ public struct PostgresStoreError: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
+    /// Whether libpq's words say the TLS handshake or its verification failed (libpq gives a failed connection no
+    /// code of its own; its messages are read in the C locale).
+    static func isTLSFailure(_ message: String) -> Bool {
+        ["certificate verify failed", "SSL error", "server does not support SSL", "does not match host name"]
+            .contains { message.contains($0) }
+    }
+
     /// The code and the message, for a log.
     public var description: String { "PostgresStoreError.\(code.rawValue): \(message)" }
 
@@ -229,6 +239,7 @@ public struct PostgresStoreError: Error, Sendable, Equatable, CustomStringConver
             return
         }
         switch failure.kind {
+        case .unreachable where Self.isTLSFailure(failure.message): self.init(.tlsRefused, failure.message)
         case .unreachable: self.init(.unreachable, failure.message)
         case .authentication: self.init(.authenticationFailed, failure.message)
         case .invalidSettings: self.init(.invalidConnectionString, failure.message)
