@@ -30,7 +30,8 @@ final class BrowserSessions: Sendable {
 
     let manager: SessionManager
     private let provider: OpenIDProvider
-    private let redirectURI: String
+    /// The callback URL as the browser reaches it.
+    let redirectURI: String
     private let userinfo: URL
     private let tables: SharedTables
 

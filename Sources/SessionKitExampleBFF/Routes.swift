@@ -28,7 +28,10 @@ struct Routes: Sendable {
             }
         }
         server.route("GET", "/callback") { request in
-            let callback = URL(string: "http://callback/callback?\(request.query ?? "")")!
+            // The query is the browser's (anyone's): one that makes no URL is refused, never unwrapped.
+            guard let callback = URL(string: "\(sessions.redirectURI)?\(request.query ?? "")") else {
+                return answer(.json(#"{"error":"invalid_callback"}"#, status: 400))
+            }
             do {
                 let cookie = try await sessions.finishSignIn(callback: callback)
                 return answer(redirect: "/", setting: cookie)

@@ -29,6 +29,7 @@ struct SharedTables: Sendable {
 
     /// Keeps a pending sign-in (the encoded ``AuthorizationRequest``, its PKCE verifier with it) under its state.
     func savePendingSignIn(_ request: AuthorizationRequest) throws {
+        sweepPendingSignIns()
         try write(JSONEncoder().encode(request), to: pending.appendingPathComponent(Digest.sha256Hex(request.state)))
     }
 
@@ -46,6 +47,17 @@ struct SharedTables: Sendable {
             let data = try? Data(contentsOf: claimed)
         else { return nil }
         return try? JSONDecoder().decode(AuthorizationRequest.self, from: data)
+    }
+
+    /// Removes the sign-ins nobody came back from in time (the browser closed at the provider's page).
+    private func sweepPendingSignIns() {
+        let entries = (try? FileManager.default.contentsOfDirectory(at: pending, includingPropertiesForKeys: nil)) ?? []
+        for entry in entries {
+            let made = (try? FileManager.default.attributesOfItem(atPath: entry.path))?[.modificationDate] as? Date
+            if let made, Date().timeIntervalSince(made) > Self.pendingLifetime {
+                try? FileManager.default.removeItem(at: entry)
+            }
+        }
     }
 
     // MARK: The cookie table
