@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "SessionKitExampleBFF",
             dependencies: [
-                "SessionKit", "SessionKitTesting",
+                "SessionKit", "SessionKitTesting", "SessionKitPostgres",
                 // SHA-256 for the shared tables' names on Linux (Apple platforms have CryptoKit).
                 .target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux])),
             ]),

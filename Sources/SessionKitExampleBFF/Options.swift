@@ -1,7 +1,11 @@
 import Foundation
 
-/// The command line: `sessionkit-example-bff --issuer URL --client-id ID --redirect-uri URL --state-dir DIR
-/// [--instance NAME] [--userinfo URL]`.
+/// The command line: `SessionKitExampleBFF --issuer URL --client-id ID --redirect-uri URL --state-dir DIR
+/// [--instance NAME] [--userinfo URL] [--postgres CONNECTION]`.
+///
+/// The credential store is PostgreSQL when a connection string is given, by `--postgres` or, better (a command line
+/// is visible to every user of the machine), by `SESSIONKIT_BFF_DATABASE`; else a `FileCredentialStore` in the
+/// state directory, which coordinates the instances of one machine only.
 ///
 /// There is no `--port`: ``LocalServer`` listens on a port the system picks, printed as `listening <port>` once the
 /// server is ready; a load balancer's configuration is written after that.
@@ -18,9 +22,11 @@ struct Options {
     var instance = "1"
     /// The API the browser calls through the server; the issuer's `userinfo/` by default.
     var userinfo: URL?
+    /// The libpq connection string of the PostgreSQL database holding the credential records, if any. Never printed.
+    var database: String?
 
     /// Reads `arguments` (without the program's name).
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String]) throws {
         var values: [String: String] = [:]
         var rest = arguments[...]
         while let name = rest.popFirst() {
@@ -49,6 +55,7 @@ struct Options {
             }
             return url
         }
+        database = values.removeValue(forKey: "postgres") ?? environment["SESSIONKIT_BFF_DATABASE"]
         if let unknown = values.keys.sorted().first { throw UsageError(description: "unknown option --\(unknown)") }
     }
 

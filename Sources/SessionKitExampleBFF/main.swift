@@ -4,11 +4,12 @@
 // request. `BrowserSessions.swift` is the SessionKit part; the rest is this example's plumbing.
 import Foundation
 import SessionKit
+import SessionKitPostgres
 import SessionKitTesting
 
 let options: Options
 do {
-    options = try Options(Array(CommandLine.arguments.dropFirst()))
+    options = try Options(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
 } catch {
     FileHandle.standardError.write(Data("sessionkit-example-bff: \(error)\n".utf8))
     exit(2)
@@ -16,9 +17,16 @@ do {
 
 do {
     let shared = options.stateDirectory
-    // Every instance opens the same directory: refreshes of an account are single-flight across them
-    // (`.refresh.lock`), and a sign-out is announced to all of them (the change notice beside it).
-    let store = try FileCredentialStore(directory: shared.appendingPathComponent("credentials", isDirectory: true))
+    let store: any CredentialStore
+    if let database = options.database {
+        // Every instance connects to the same database: refreshes of an account are single-flight across them (an
+        // advisory lock per account), and a sign-out is announced to all of them (`NOTIFY`).
+        store = try await PostgresCredentialStore.connect(to: database)
+    } else {
+        // Every instance opens the same directory: the same promises through `.refresh.lock` and the change notice
+        // beside it, for the instances of one machine.
+        store = try FileCredentialStore(directory: shared.appendingPathComponent("credentials", isDirectory: true))
+    }
     let own = shared.appendingPathComponent("instances/\(options.instance)", isDirectory: true)
     try FileManager.default.createDirectory(at: own, withIntermediateDirectories: true)
     let sessions = BrowserSessions(

@@ -1,6 +1,8 @@
 import Foundation
 import LoopbackNginx
+import LoopbackPostgres
 import SessionKit
+import SessionKitPostgres
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -8,19 +10,20 @@ import Testing
 #endif
 
 /// The example backend-for-frontend (`Sources/SessionKitExampleBFF`, issue 51): three instances on one shared store
-/// behind a real nginx that sends each request to the next instance, a browser played by the test that keeps its
-/// cookie and follows every redirect by hand, and django-oauth-toolkit as the provider.
+/// (PostgreSQL, and a `FileCredentialStore` directory) behind a real nginx that sends each request to the next
+/// instance, a browser played by the test that keeps its cookie and follows every redirect by hand, and
+/// django-oauth-toolkit as the provider.
 @Suite(
-    .enabled(if: AuthorizationServerFixture.shouldRun && LoopbackNginx.shouldRun),
+    .enabled(if: AuthorizationServerFixture.shouldRun && LoopbackNginx.shouldRun && LoopbackPostgres.shouldRun),
     .timeLimit(.minutes(TimeLimit.heavy)))
 struct ExampleBFFTests {
     typealias Fixture = AuthorizationServerFixture
 
-    @Test(.timeLimit(.minutes(TimeLimit.heavy)))
-    func aBrowserSignsInCallsEveryInstanceAndASignOutOnOneIsRefusedByAll() async throws {
+    @Test(.timeLimit(.minutes(TimeLimit.heavy)), arguments: Fleet.Store.allCases)
+    func aBrowserSignsInCallsEveryInstanceAndASignOutOnOneIsRefusedByAll(_ store: Fleet.Store) async throws {
         let server = try Fixture.required()
         let user = try await server.createUser()
-        try await Fleet.withRunning(server) { fleet in
+        try await Fleet.withRunning(server, store: store) { fleet in
             var browser = Browser()
             // Given a signed-in browser: /login → the provider → /callback → /, each hop checked.
             let login = try await browser.send("GET", fleet.url("/login"))
@@ -85,11 +88,11 @@ struct ExampleBFFTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(TimeLimit.heavy)))
-    func aForgedCookieAndACallbackWithAnotherStateAreRefused() async throws {
+    @Test(.timeLimit(.minutes(TimeLimit.heavy)), arguments: Fleet.Store.allCases)
+    func aForgedCookieAndACallbackWithAnotherStateAreRefused(_ store: Fleet.Store) async throws {
         let server = try Fixture.required()
         let user = try await server.createUser()
-        try await Fleet.withRunning(server) { fleet in
+        try await Fleet.withRunning(server, store: store) { fleet in
             var browser = Browser()
             let forged = try await browser.send("GET", fleet.url("/api/me"), cookie: "not-a-session-anyone-set")
             #expect(forged.status == 401)
@@ -131,12 +134,18 @@ private struct Browser {
     }
 }
 
-/// Three instances of the example on one shared directory, and nginx in front sending requests round-robin.
-private struct Fleet {
+/// Three instances of the example on one shared store and directory, and nginx in front sending requests round-robin.
+struct Fleet {
+    /// Where the instances keep the credential records.
+    enum Store: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case postgres, file
+        var testDescription: String { rawValue }
+    }
+
     let nginxPort: Int
     let instancePorts: [Int]
     /// The store the instances share, opened by the test to read what they keep.
-    let store: FileCredentialStore
+    let store: any CredentialStore
 
     func url(_ path: String, port: Int? = nil) -> URL {
         URL(string: "http://127.0.0.1:\(port ?? nginxPort)\(path)")!
@@ -159,7 +168,29 @@ private struct Fleet {
     }
 
     static func withRunning(
-        _ server: AuthorizationServerFixture, _ body: (Fleet) async throws -> Void
+        _ server: AuthorizationServerFixture, store: Store, _ body: (Fleet) async throws -> Void
+    ) async throws {
+        guard store == .postgres else {
+            return try await withRunning(server, database: nil) { ports, shared in
+                let store = try FileCredentialStore(
+                    directory: shared.appendingPathComponent("credentials"), coordinatingProcesses: false)
+                try await body(Fleet(nginxPort: ports.nginx, instancePorts: ports.instances, store: store))
+            }
+        }
+        try await LoopbackPostgres.withRunning { cluster in
+            // The connection string holds the password: the instances get it in their environment, never on a
+            // command line.
+            try await withRunning(server, database: cluster.connectionString) { ports, _ in
+                let store = try await PostgresCredentialStore.connect(to: cluster.connectionString)
+                defer { store.close() }
+                try await body(Fleet(nginxPort: ports.nginx, instancePorts: ports.instances, store: store))
+            }
+        }
+    }
+
+    private static func withRunning(
+        _ server: AuthorizationServerFixture, database: String?,
+        _ body: (_ ports: (nginx: Int, instances: [Int]), _ shared: URL) async throws -> Void
     ) async throws {
         let executable = try #require(
             ChildProcess.exampleBFF,
@@ -186,7 +217,10 @@ private struct Fleet {
                                 "--issuer", server.url("/o").absoluteString, "--client-id", "oidc-client",
                                 "--redirect-uri", "http://127.0.0.1:\(ports[0])/callback",
                                 "--state-dir", shared.path, "--instance", "\(instance)",
-                            ])
+                            ],
+                            environment: ProcessInfo.processInfo.environment.merging(
+                                ["SESSIONKIT_BFF_DATABASE": database].compactMapValues { $0 }, uniquingKeysWith: { $1 })
+                        )
                     else { continue }
                     children.append(child)
                     let line = child.readLine() ?? ""
@@ -212,9 +246,7 @@ private struct Fleet {
             },
             { nginx in
                 try #require(instancePorts.count == 3, "an instance of the example did not start")
-                let store = try FileCredentialStore(
-                    directory: shared.appendingPathComponent("credentials"), coordinatingProcesses: false)
-                try await body(Fleet(nginxPort: nginx.ports[0], instancePorts: instancePorts, store: store))
+                try await body((nginx.ports[0], instancePorts), shared)
             })
     }
 }
