@@ -61,6 +61,16 @@ let package = Package(
             ]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
         .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
+        // An example backend-for-frontend (issue 51): browsers sign in with code + PKCE, sessions in a shared store
+        // behind an opaque cookie, several instances behind a load balancer. Not a product: it is read and copied,
+        // not installed, and it serves HTTP with SessionKitTesting's LocalServer, which no deployment should.
+        .executableTarget(
+            name: "SessionKitExampleBFF",
+            dependencies: [
+                "SessionKit", "SessionKitTesting", "SessionKitPostgres",
+                // SHA-256 for the shared tables' names on Linux (Apple platforms have CryptoKit).
+                .target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux])),
+            ]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
         .target(name: "LoopbackNginx"),
         // A throwaway PostgreSQL cluster on loopback for the suites of SessionKitPostgres; built for the tests, not
@@ -69,8 +79,8 @@ let package = Package(
         .testTarget(
             name: "SessionKitTests",
             dependencies: [
-                "SessionKit", "SessionKitOAuth", "SessionKitTesting", "SessionKitCrashChild", "LoopbackNginx",
-                "SessionKitPostgres", "LoopbackPostgres",
+                "SessionKit", "SessionKitOAuth", "SessionKitTesting", "SessionKitCrashChild", "SessionKitExampleBFF",
+                "LoopbackNginx", "SessionKitPostgres", "LoopbackPostgres",
             ]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(

@@ -59,6 +59,26 @@ import Testing
         #expect(!String(reflecting: built).contains(built.pkce.verifier))
     }
 
+    /// A server keeps a pending sign-in where the instance the callback reaches finds it: every field comes back,
+    /// the verifier the code exchange sends included.
+    @Test func encodingAndDecodingKeepsEveryFieldAndTheVerifier() throws {
+        let built = try AuthorizationRequest(
+            authorizationEndpoint: Self.endpoint, clientID: "s6BhdRkqt3", redirectURI: "https://app.example/cb",
+            scope: "openid", nonce: "n-0S6_WzA2Mj", pkce: PKCE(), indicators: .none,
+            additionalParameters: ["prompt": "login"])
+        let decoded = try JSONDecoder().decode(AuthorizationRequest.self, from: JSONEncoder().encode(built))
+        #expect(decoded == built)
+        #expect(decoded.pkce.verifier == built.pkce.verifier)
+    }
+
+    /// A DPoP sign-in's key never leaves the process, so its request cannot be kept anywhere else.
+    @Test func aRequestMadeWithADPoPKeyIsNotEncoded() throws {
+        let built = try AuthorizationRequest(
+            authorizationEndpoint: Self.endpoint, clientID: "s6BhdRkqt3", redirectURI: "https://app.example/cb",
+            scope: nil, pkce: PKCE(), proofKey: try DPoPKey.generate())
+        #expect(throws: EncodingError.self) { try JSONEncoder().encode(built) }
+    }
+
     @Test func omitsANilOrEmptyScope() throws {
         #expect(!query(try request(scope: nil).url).contains { $0.0 == "scope" })
         #expect(try request(scope: "").scope == nil)

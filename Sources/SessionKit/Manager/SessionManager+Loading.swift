@@ -11,8 +11,8 @@ extension SessionManager {
     /// one session: the first installed is the one every caller gets.
     ///
     /// - Parameter account: The account.
-    /// - Returns: The session; `nil` when the store has no record of the account (never signed in, or signed out),
-    ///   or the account is being signed out in this process or its purge is still pending.
+    /// - Returns: The session; `nil` when the store has no record of the account (never signed in, or signed out,
+    ///   also while the load ran), or the account is being signed out in this process or its purge is still pending.
     /// - Throws: ``SessionError``: what the store throws (`storeUnavailable` for a store that cannot be reached now:
     ///   the account is not signed out), `corruptCredentials` for a record that cannot be read, or an unknown
     ///   provider.
@@ -30,6 +30,13 @@ extension SessionManager {
         rebindContainers()
         registrar.withMutation(of: self, keyPath: \.sessions) {}
         diagnose(.info, .sessionLoaded, account: account, [:])
-        return loaded
+        // A sign-out elsewhere that deleted the record between the read above and the install was announced to a
+        // manager that did not list this session yet, so no check ended it: read once more now that it is listed.
+        do {
+            if try await vault.load(for: account) == nil, loaded.isActive { loaded.endSignedOutElsewhere() }
+        } catch {
+            // A read that fails proves nothing, as for a notice's check: the session goes on.
+        }
+        return loaded.isActive ? loaded : nil
     }
 }

@@ -100,9 +100,14 @@ final class ChildProcess {
     ///
     /// SwiftPM puts executables and the test bundle in the same `.build/<triple>/<configuration>` directory;
     /// on macOS the test binary sits deeper inside the `.xctest` bundle.
-    static var crashChild: URL? {
-        let name = "SessionKitCrashChild"
-        if let path = ProcessInfo.processInfo.environment["SESSIONKIT_CRASH_CHILD"] {
+    static var crashChild: URL? { builtExecutable("SessionKitCrashChild", overriddenBy: "SESSIONKIT_CRASH_CHILD") }
+
+    /// The example backend-for-frontend built next to this test bundle (`SESSIONKIT_EXAMPLE_BFF` names another).
+    static var exampleBFF: URL? { builtExecutable("SessionKitExampleBFF", overriddenBy: "SESSIONKIT_EXAMPLE_BFF") }
+
+    /// An executable target of the package built next to this test bundle, or the path `variable` names.
+    private static func builtExecutable(_ name: String, overriddenBy variable: String) -> URL? {
+        if let path = ProcessInfo.processInfo.environment[variable] {
             return URL(fileURLWithPath: path)
         }
         var candidates: [URL] = []
