@@ -102,6 +102,7 @@ package final class LoopbackPostgres: @unchecked Sendable {
             let cluster = try make(binaries: binaries, port: try freePort())
             do {
                 try cluster.startServer()
+                cluster.startWatchdog()
                 return cluster
             } catch {
                 lastError = "\(error)"
@@ -253,6 +254,36 @@ package final class LoopbackPostgres: @unchecked Sendable {
             throw error
         }
         return cluster
+    }
+
+    /// Starts a shell that outlives nothing it should: once this process is gone (a test run killed by its time
+    /// limit, a crash, a mutant's timeout), it stops the server at once (SIGQUIT to the postmaster, whatever the
+    /// server's pid is by then) and removes the directory; it exits by itself once ``shutdown()`` removed the directory.
+    /// `pg_ctl start` detaches the server, so without it a killed test run leaves clusters running.
+    private func startWatchdog() {
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null && [ -d '\(directory.path)' ]; do sleep 1; done
+            [ -d '\(directory.path)' ] || exit 0
+            pid=$(head -n 1 '\(dataDirectory)/postmaster.pid' 2>/dev/null) && kill -QUIT "$pid" 2>/dev/null
+            sleep 2
+            rm -rf '\(directory.path)'
+            """
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+        }
+        let words: [String] = ["/bin/sh", "-c", script]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        defer { for text in argv + envp { free(text) } }
+        var pid = pid_t()
+        _ = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp)
     }
 
     /// Makes a certificate authority in `directory` and, signed by it, the server's certificate and key in the data
