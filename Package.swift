@@ -56,6 +56,8 @@ let package = Package(
             name: "SessionKitBench",
             dependencies: [
                 "SessionKit", "SessionKitTesting",
+                // The PostgreSQL store measured beside the file store, on a throwaway cluster.
+                "SessionKitPostgres", "LoopbackPostgres",
                 // Raw libcurl easy handles, the floor the libcurl transport is measured against.
                 .target(name: "CSessionKitCurl", condition: .when(platforms: [.linux])),
             ]),

@@ -21,6 +21,7 @@ enum Benchmarks {
         + LocalServerBenchmarks.all
         + CacheBenchmarks.all
         + SessionBenchmarks.all + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all
+        + VaultBenchmarks.all
         + FleetBenchmarks.all + ChurnBenchmarks.all + TransferBenchmarks.all
         + TransportBenchmarks.all
 

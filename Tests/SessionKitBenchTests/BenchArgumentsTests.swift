@@ -80,6 +80,8 @@ import Testing
             "logout.drain.ratio.n1000", "cache.hit.speedup", "cache.entry.bytes", "session.create.microseconds",
             "session.memory.kilobytes", "fleet.token_requests.n10000", "fleet.outage.peak_to_mean",
             "fleet.outage.peak_to_mean.nojitter", "localserver.ratio.sequential", "localserver.ratio.concurrent8",
+            "vault.refresh.milliseconds", "vault.notice.p99_ms", "vault.records.reads_per_second",
+            "vault.records.writes_per_second",
         ] {
             #expect(names.contains(required), "\(required) is not produced by any benchmark")
         }
