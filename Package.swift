@@ -60,7 +60,7 @@ let package = Package(
                 .target(name: "CSessionKitCurl", condition: .when(platforms: [.linux])),
             ]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
-        .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
+        .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit", "SessionKitPostgres"]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
         .target(name: "LoopbackNginx"),
         // A throwaway PostgreSQL cluster on loopback for the suites of SessionKitPostgres; built for the tests, not
