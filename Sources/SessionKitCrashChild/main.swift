@@ -91,7 +91,7 @@
 //       one ends, and `ready <sessions>` once all are loaded. Then reads stdin: `watch <subject>` starts a loop of
 //       GETs of <resource-url> with that account's session, one after another with the headers `X-Process: <pid>`
 //       and `X-Asked-At: <ns>` (taken when the app asks), until the session refuses with sessionEnded (a refused
-//       request is tried again after 20 ms), and prints `watching <subject>` once its first request was answered;
+//       request is tried again after 500 ms), and prints `watching <subject>` once its first request was answered;
 //       `quit` prints `done` and exits.
 import Foundation
 import SessionKit
