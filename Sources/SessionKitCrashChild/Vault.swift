@@ -113,6 +113,11 @@ func vaultFleet(
         }
         return failures
     }
+    // A rejected grant's deletion and its notice may still be under way: exiting meanwhile would tear libpq's and
+    // OpenSSL's state down under a connection being opened (a crash in `exit`), so the work is finished first and
+    // the store closed.
+    _ = await manager.finishPendingWork(within: .seconds(5))
+    store.close()
     var counted: [String: Int] = [:]
     for code in failures { counted[code, default: 0] += 1 }
     for (code, count) in counted.sorted(by: { $0.key < $1.key }) { emit("failed \(code) \(count)") }
@@ -153,6 +158,8 @@ func vaultFollower(resource: URL, tokenEndpoint: URL, clientID: String) async {
     let pid = getpid()
     for await line in standardInputLines() {
         if line == "quit" {
+            // As vault-fleet: no exit under a connection being opened.
+            _ = await manager.finishPendingWork(within: .seconds(5))
             emit("done")
             exit(0)
         }
