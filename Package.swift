@@ -62,7 +62,7 @@ let package = Package(
                 .target(name: "CSessionKitCurl", condition: .when(platforms: [.linux])),
             ]),
         // A process the crash-consistency tests kill at random points; built for the tests, not shipped.
-        .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit"]),
+        .executableTarget(name: "SessionKitCrashChild", dependencies: ["SessionKit", "SessionKitPostgres"]),
         // An example backend-for-frontend (issue 51): browsers sign in with code + PKCE, sessions in a shared store
         // behind an opaque cookie, several instances behind a load balancer. Not a product: it is read and copied,
         // not installed, and it serves HTTP with SessionKitTesting's LocalServer, which no deployment should.

@@ -76,6 +76,23 @@
 //                           finishPendingWork(within: 2 s);
 //         sign-out-hung     the same with a revoker that never answers and finishPendingWork(within: 500 ms).
 //       No token crosses the pipe.
+//   SessionKitCrashChild vault-fleet <token-endpoint> <client-id> <resource-url> <requests-per-account> <window> <seed>
+//       One instance of a server fleet (issue 51): connects to the PostgresCredentialStore whose connection string is
+//       in the environment variable SESSIONKIT_VAULT_DATABASE (never on the command line: it holds a password), makes
+//       a SessionManager over it refreshing through an OAuthClient of <token-endpoint> and <client-id>, lists the
+//       stored accounts and shuffles them with <seed>, prints `ready <accounts>`, waits for `go` on stdin, then goes
+//       through the accounts <window> at a time: loads each one's session (`session(for:)`), sends
+//       <requests-per-account> concurrent GETs of <resource-url> with it, and ends it here (not a sign-out: the
+//       record stays). Prints `failed <code> <count>` for each kind of failure, then `done <succeeded> <failed>`, and
+//       exits. No token crosses the pipe.
+//   SessionKitCrashChild vault-follower <resource-url> <token-endpoint> <client-id>
+//       Another instance: connects as vault-fleet does, loads every stored account's session (refreshing, when it
+//       must, through <token-endpoint> as <client-id>), prints `learned <subject> <ns>` (CLOCK_MONOTONIC) the instant
+//       one ends, and `ready <sessions>` once all are loaded. Then reads stdin: `watch <subject>` starts a loop of
+//       GETs of <resource-url> with that account's session, one after another with the headers `X-Process: <pid>`
+//       and `X-Asked-At: <ns>` (taken when the app asks), until the session refuses with sessionEnded (a refused
+//       request is tried again after 500 ms), and prints `watching <subject>` once its first request was answered;
+//       `quit` prints `done` and exits.
 import Foundation
 import SessionKit
 
@@ -634,6 +651,21 @@ case ("proofs-then-exit", 2):
             fail("\(error)")
         }
 #endif
+case ("vault-fleet", 7):
+    guard let tokenEndpoint = URL(string: arguments[1]), let resource = URL(string: arguments[3]),
+        let requests = Int(arguments[4]), requests > 0, let window = Int(arguments[5]), window > 0,
+        let seed = UInt64(arguments[6])
+    else {
+        fail("usage: vault-fleet <token-endpoint> <client-id> <resource-url> <requests-per-account> <window> <seed>")
+    }
+    await vaultFleet(
+        tokenEndpoint: tokenEndpoint, clientID: arguments[2], resource: resource, requests: requests, window: window,
+        seed: seed)
+case ("vault-follower", 4):
+    guard let resource = URL(string: arguments[1]), let tokenEndpoint = URL(string: arguments[2]) else {
+        fail("usage: vault-follower <resource-url> <token-endpoint> <client-id>")
+    }
+    await vaultFollower(resource: resource, tokenEndpoint: tokenEndpoint, clientID: arguments[3])
 case ("secret-service-check", 2):
     await secretServiceCheck(service: arguments[1])
 default:
@@ -644,5 +676,7 @@ default:
             + "cross-process <signer|follower> <credentials-directory> <resource-url> <loops> | "
             + "locked-launch <credentials-directory> <accounts> | back-channel <credentials-directory> | "
             + "unreadable-store <credentials-directory> <issuer> <subject> | proofs-then-exit <proofs> | fork-signatures | "
-            + "secret-service-check <service>")
+            + "secret-service-check <service> | "
+            + "vault-fleet <token-endpoint> <client-id> <resource-url> <requests-per-account> <window> <seed> | "
+            + "vault-follower <resource-url> <token-endpoint> <client-id>")
 }
