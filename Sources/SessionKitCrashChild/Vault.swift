@@ -182,10 +182,10 @@ func vaultFollower(resource: URL, tokenEndpoint: URL, clientID: String) async {
                     answered = true
                     emit("watching \(subject)")
                 }
-                // A refused request (a database away, a refresh that cannot take the lock) is tried again after
-                // half a second: each refused refresh counts toward the refresh loop guard (5 in 30 s by default),
-                // which a tighter loop would trip, refusing refreshes for 30 s after the database is back.
-                if outcome != nil { try? await Task.sleep(for: .milliseconds(500)) }
+                // A refused request (a database away, a refresh that cannot take the lock) is tried again at once,
+                // as a busy server's requests are: a refresh that never reached the provider does not count toward
+                // the loop guard, so the accounts are served again as soon as the database is back.
+                if outcome != nil { try? await Task.sleep(for: .milliseconds(20)) }
             }
         }
     }

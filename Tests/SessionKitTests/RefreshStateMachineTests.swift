@@ -155,6 +155,29 @@ import Testing
         #expect(machine.history.count == 5)
     }
 
+    /// Rule: a refresh that failed before it asked the provider anything (the shared store's lock or record could not
+    /// be had) leaves the loop guard's count; one that reached the provider stays in it, failed or not.
+    @Test(.timeLimit(.minutes(1))) func aRefreshThatNeverReachedTheProviderLeavesTheLoopGuardsCount() throws {
+        var machine = machine(maximumRefreshes: 5, window: .seconds(30))
+        let away = SessionError(.storeUnavailable, "the database is away")
+        for second in 0..<20 {
+            let id = try #require(start(&machine, at: now.advanced(by: .seconds(second))))
+            let settled = machine.flightSettled(id, outcome: .failure(away), reachedProvider: false)
+            #expect(settled)
+            machine.flightFinished(id)
+        }
+        #expect(machine.history.isEmpty, "twenty refreshes refused by the store count for nothing")
+        for second in 20..<25 {
+            let id = try #require(start(&machine, at: now.advanced(by: .seconds(second))))
+            let outage = SessionError(.networkUnavailable, "no answer")
+            let settled = machine.flightSettled(id, outcome: .failure(outage), reachedProvider: true)
+            #expect(settled)
+            machine.flightFinished(id)
+        }
+        let refused = machine.need(.forced, holding: held(), at: now.advanced(by: .seconds(26)))
+        #expect(code(refused) == .excessiveRefresh, "five that reached the provider fill the guard")
+    }
+
     /// Rule: a proactive refresh of a token long-lived enough never counts against the loop guard, also when
     /// 401-driven refreshes have filled the window.
     @Test(.timeLimit(.minutes(1))) func aProactiveRefreshOfALongLivedTokenStartsWhen401sFilledTheLoopGuard() throws {

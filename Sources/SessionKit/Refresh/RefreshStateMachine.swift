@@ -21,7 +21,9 @@ import SessionKitOAuth
 /// | idle                | `need`, otherwise                | `.start(F, held refresh)`    | F (+ now if counting) |
 /// | flight F, no handle | `launched(F, h)`                 | `true`                       | F with handle h       |
 /// | other               | `launched(G, h)`                 | `false`                      | unchanged             |
-/// | flight F            | `flightSettled(F, outcome)`      | `true` (report it)           | F, settled            |
+/// | flight F            | `flightSettled(F, outcome, s)`   | `true` (report it)           | F, settled; a failure |
+/// |                     |                                  |                              | not sent (`!s`) leaves|
+/// |                     |                                  |                              | the history           |
 /// | other               | `flightSettled(G, outcome)`      | `false`                      | unchanged             |
 /// | flight F            | `flightFinished(F)`              | `true`                       | idle                  |
 /// | other               | `flightFinished(G)`              | `false`                      | unchanged             |
@@ -112,6 +114,8 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
         let refreshToken: String
         var handle: Handle?
         var outcome: Result<String, SessionError>?
+        /// When it entered the loop guard's history; `nil` when it does not count.
+        var countedAt: ContinuousClock.Instant?
     }
 
     /// The loop guard's count.
@@ -177,7 +181,7 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
         if counts { history.append(now) }
         lastID += 1
         let id = FlightID(rawValue: lastID)
-        flight = Flight(id: id, refreshToken: refreshToken)
+        flight = Flight(id: id, refreshToken: refreshToken, countedAt: counts ? now : nil)
         return .start(id, refreshToken: refreshToken)
     }
 
@@ -194,10 +198,26 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
     /// (joinable) until ``flightFinished(_:)``, so that the owner hears of the outcome before anyone can start
     /// another refresh, and an owner that ends the session in reaction hands the waiters this outcome's error.
     ///
+    /// A flight that failed before it asked the provider anything (the shared store's lock or record could not be
+    /// had: a database away, a locked keyring) leaves the loop guard's history: the guard stops refresh loops the
+    /// provider answers, and a store that is away for a minute must not leave its users refused for the guard's
+    /// window once it is back.
+    ///
+    /// - Parameters:
+    ///   - id: The flight.
+    ///   - outcome: Its access token, or its error.
+    ///   - reachedProvider: Whether a token request was sent (or tokens were adopted).
     /// - Returns: Whether `id` is the flight in progress.
-    mutating func flightSettled(_ id: FlightID, outcome: Result<String, SessionError>) -> Bool {
+    mutating func flightSettled(
+        _ id: FlightID, outcome: Result<String, SessionError>, reachedProvider: Bool = true
+    ) -> Bool {
         guard flight?.id == id else { return false }
         flight?.outcome = outcome
+        if case .failure = outcome, !reachedProvider, let counted = flight?.countedAt,
+            let index = history.firstIndex(of: counted)
+        {
+            history.remove(at: index)
+        }
         return true
     }
 

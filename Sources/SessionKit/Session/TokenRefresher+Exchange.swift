@@ -16,8 +16,11 @@ extension TokenRefresher {
     /// what came of it. Holding the lock, the stored record is read again and the exchange decides: end the
     /// session (the record is gone), adopt another process's tokens, or present a refresh token, the newest there
     /// is. The lock is released once the result is stored, and a rejected grant's record deleted.
+    ///
+    /// - Parameter sent: Set when a token request was sent or another process's tokens adopted: a flight that
+    ///   failed before either leaves the loop guard's count (``RefreshStateMachine/flightSettled(_:outcome:reachedProvider:)``).
     func run(
-        presenting refreshToken: String, for session: UserSession, cause: String
+        presenting refreshToken: String, for session: UserSession, cause: String, sent: inout Bool
     ) async -> Result<Obtained, SessionError> {
         var exchange = Machine.Exchange(presenting: refreshToken, retryPolicy: policy.retryPolicy)
         let store = session.vault?.store
@@ -80,6 +83,7 @@ extension TokenRefresher {
                 session.endSignedOutElsewhere()
                 return .failure(SessionError(.sessionEnded, "the account was signed out in another process"))
             case .adopt(let tokens):
+                sent = true
                 guard case .committed(let accessToken, _) = session.adoptStored(tokens) else {
                     return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
                 }
@@ -88,6 +92,7 @@ extension TokenRefresher {
             case .send(let presented):
                 // `refresh.started` is told here, where this process asks the provider: a refresh that adopts another
                 // process's tokens sends nothing.
+                sent = true
                 if bound == nil {
                     session.diagnose(.info, .refreshStarted, ["cause": cause])
                     bound = session.tokens?.proofKey != nil

@@ -190,13 +190,14 @@ final class TokenRefresher: Sendable {
         let task = Task {
             session.report(.refreshStarted)
             let started = clock.now
-            let obtained = await run(presenting: refreshToken, for: session, cause: cause)
+            var sent = false
+            let obtained = await run(presenting: refreshToken, for: session, cause: cause, sent: &sent)
             Self.diagnose(obtained, of: session, cause: cause, took: clock.now - started)
             let outcome = obtained.map(\.accessToken)
             // Settled before the owner hears of it, and finished after: the owner has reacted (ending the session,
             // purging its credentials) before anyone can start another refresh or see the error, and a session it
             // ends in reaction hands the waiters this error, not a generic `sessionEnded`.
-            let current = state.withLock { $0.flightSettled(id, outcome: outcome) }
+            let current = state.withLock { [sent] in $0.flightSettled(id, outcome: outcome, reachedProvider: sent) }
             if current, case .failure(let error) = outcome {
                 session.report(error.endsGrant ? .refreshRejected(error) : .refreshFailed(error))
             }
