@@ -70,8 +70,6 @@ let package = Package(
             name: "SessionKitExampleBFF",
             dependencies: [
                 "SessionKit", "SessionKitTesting", "SessionKitPostgres",
-                // SHA-256 for the shared tables' names on Linux (Apple platforms have CryptoKit).
-                .target(name: "CSessionKitCrypto", condition: .when(platforms: [.linux])),
             ]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
         .target(name: "LoopbackNginx"),

@@ -17,8 +17,13 @@ extension TokenRefresher {
     /// session (the record is gone), adopt another process's tokens, or present a refresh token, the newest there
     /// is. The lock is released once the result is stored, and a rejected grant's record deleted.
     ///
-    /// - Parameter sent: Set when a token request was sent or another process's tokens adopted: a flight that
-    ///   failed before either leaves the loop guard's count (``RefreshStateMachine/flightSettled(_:outcome:reachedProvider:)``).
+    /// - Parameters:
+    ///   - refreshToken: The refresh token the flight was started with.
+    ///   - session: The session refreshed.
+    ///   - cause: Why, for the diagnostics.
+    ///   - sent: Set when a token request was sent or another process's tokens adopted: a flight that failed before
+    ///     either leaves the loop guard's count (``RefreshStateMachine/flightSettled(_:outcome:reachedProvider:)``).
+    /// - Returns: The access token obtained, or the error.
     func run(
         presenting refreshToken: String, for session: UserSession, cause: String, sent: inout Bool
     ) async -> Result<Obtained, SessionError> {
