@@ -60,6 +60,48 @@ struct PostgresSessionTests {
         }
     }
 
+    /// Every way an account ends on one instance reaches the other through the database: a sign-out, a switch that
+    /// signs the others out, a grant the provider rejects, and the provider's ending.
+    enum Ending: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case signOut, switchEndingOthers, rejectedGrant, providerEnded
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Ending.allCases)
+    func everyWayAnAccountEndsOnOneInstanceEndsItOnTheOther(_ ending: Ending) async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            let database = try await PostgresCredentialStoreTests.sharedDatabase()
+            let fleet = try await Self.instances(mock, database: database)
+            try mock.addUser("alice")
+            try mock.addUser("bob")
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            let bob = Account(issuer: mock.issuer, subject: "bob")
+            let alices = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+            let bobs = try await fleet.first.signIn(bob, tokens: try mock.issueTokens(for: "bob"))
+            let there = try #require(try await fleet.second.session(for: alice))
+            let bobThere = try #require(try await fleet.second.session(for: bob))
+            let ended = AsyncStream<Void>.makeStream()
+            there.onEnd { ended.continuation.yield() }
+            switch ending {
+            case .signOut:
+                await fleet.first.signOut(alices)
+            case .switchEndingOthers:
+                _ = try await fleet.first.switchTo(bobs, endingOthers: true)
+            case .rejectedGrant:
+                mock.revokeAll(for: "alice")
+                await #expect(throws: SessionError.self) { try await alices.refreshTokens() }
+            case .providerEnded:
+                _ = await fleet.first.endAccount(alice, because: .backChannelLogout)
+            }
+            let learned: Void? = await Bounded.first(of: ended.stream, within: .seconds(10))
+            #expect(learned != nil, "the other instance did not learn of \(ending)")
+            #expect(!there.isActive)
+            #expect(try await fleet.second.session(for: alice) == nil)
+            #expect(bobThere.isActive, "bob's session is not touched")
+            #expect(try await fleet.stores[1].load(for: bob) != nil)
+        }
+    }
+
     @Test func aRefreshOnOneInstanceIsAdoptedByTheOther() async throws {
         try await MockAuthorizationServer.withRunning { mock in
             let database = try await PostgresCredentialStoreTests.sharedDatabase()
