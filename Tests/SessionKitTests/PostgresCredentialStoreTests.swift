@@ -163,7 +163,7 @@ struct PostgresCredentialStoreTests {
     @Test func theLockIsPerAccountAndAWaitIsBoundedByTheTimeout() async throws {
         let database = try await Self.sharedDatabase()
         let first = try await PostgresCredentialStore.connect(to: database)
-        let second = try await PostgresCredentialStore.connect(to: database, lockTimeout: .milliseconds(300))
+        let second = try await PostgresCredentialStore.connect(to: database, lockTimeout: .seconds(2))
         let (alice, bob) = (CredentialStoreContract.account(1), CredentialStoreContract.account(2))
         let held = try await #require(first.coordination).lock(for: alice)
         let coordination = try #require(second.coordination)
@@ -176,7 +176,7 @@ struct PostgresCredentialStoreTests {
             }
         }
         #expect(error?.code == .refreshTimedOut)
-        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        #expect(ContinuousClock.now - started >= .milliseconds(1900))
         held.release()
         let again = try await Bounded.run("the released lock", within: .seconds(10)) {
             try await coordination.lock(for: alice)
@@ -245,8 +245,10 @@ struct PostgresCredentialStoreTests {
         let second = try await PostgresCredentialStore.connect(to: database)
         let seen = Lock<[StoreChange]>([])
         let arrived = AsyncStream<Void>.makeStream()
+        // The check of every account a listener asks for when it starts listening is not the notice looked for.
         let watch = try #require(
             second.coordination?.watchChanges { change in
+                guard change.scope != .everyAccount else { return }
                 seen.withLock { $0.append(change) }
                 arrived.continuation.yield()
             })
@@ -268,7 +270,7 @@ struct PostgresCredentialStoreTests {
         #expect(!change.scope.includes(CredentialStoreContract.account(2)))
     }
 
-    @Test func aListenerThatLostItsConnectionChecksEveryAccountOnceBack() async throws {
+    @Test func aListenerChecksEveryAccountWhenItStartsListeningAndAgainAfterALostConnection() async throws {
         let cluster = try LoopbackPostgres.start()
         defer { cluster.shutdown() }
         let database = try await Self.freshDatabase(in: cluster)
@@ -276,9 +278,11 @@ struct PostgresCredentialStoreTests {
         let arrived = AsyncStream<StoreChange>.makeStream()
         let watch = try #require(store.coordination?.watchChanges { arrived.continuation.yield($0) })
         defer { watch.stop() }
-        try await Task.sleep(for: .milliseconds(200))
+        // Listening: notices sent before it were heard by no one, so every account is read.
+        let first = await Bounded.first(of: arrived.stream, within: .seconds(30))
+        #expect(first?.scope == .everyAccount, "a listener that starts reads every account once")
         try await LoopbackPostgres.onThread { try cluster.terminateAllConnections() }
-        let change = await Bounded.first(of: arrived.stream, within: .seconds(10))
+        let change = await Bounded.first(of: arrived.stream, within: .seconds(30))
         #expect(change?.scope == .everyAccount, "notices sent while it was away are recovered by reading every one")
     }
 

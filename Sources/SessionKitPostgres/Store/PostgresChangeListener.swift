@@ -11,8 +11,8 @@ import SessionKit
 /// The thread sleeps in `poll` on the connection's socket and a stop pipe: nothing runs while nothing is announced.
 /// Every 30 seconds of silence it asks the server `SELECT 1`, so a connection that died without a word is found. A
 /// connection that drops (or never opened) is tried again after 50 ms, doubling to 2 seconds, for as long as the
-/// listener runs; once it listens again, the handler is told to check every account, since notices sent meanwhile
-/// were lost.
+/// listener runs. Each time it starts listening, the first time included, the handler is told to check every
+/// account: notices sent before (while it connected, or while it was away) reached no one.
 final class PostgresChangeListener: StoreChangeWatch {
     /// The write end of the pipe whose byte stops the thread; the thread owns and closes the read end.
     private let stopWrite: Int32
@@ -58,7 +58,6 @@ final class PostgresChangeListener: StoreChangeWatch {
         var connection: PostgresConnection?
         defer { connection?.close() }
         var pause = Duration.milliseconds(50)
-        var missed = false
         while true {
             guard let listening = connection else {
                 do {
@@ -66,9 +65,10 @@ final class PostgresChangeListener: StoreChangeWatch {
                     _ = try opened.execute("LISTEN \(PostgresCoordination.channel)")
                     connection = opened
                     pause = .milliseconds(50)
-                    if missed { onChange(StoreChange(scope: .everyAccount, fromThisProcess: false)) }
+                    // Every time it starts listening, the first time included: a notice sent before (while it
+                    // connected, or while it was away) reached no one, so every live session is read once.
+                    onChange(StoreChange(scope: .everyAccount, fromThisProcess: false))
                 } catch {
-                    missed = true
                     if sleep(pause, orUntil: stop) { return }
                     pause = min(pause * 2, .seconds(2))
                 }
@@ -78,7 +78,7 @@ final class PostgresChangeListener: StoreChangeWatch {
             case .stopped:
                 return
             case .timedOut:
-                if (try? listening.execute("SELECT 1")) == nil { drop(&connection, &missed) }
+                if (try? listening.execute("SELECT 1")) == nil { drop(&connection) }
                 continue
             case .readable:
                 break
@@ -87,15 +87,14 @@ final class PostgresChangeListener: StoreChangeWatch {
                 let notices = try listening.notifications()
                 if let change = change(of: notices) { onChange(change) }
             } catch {
-                drop(&connection, &missed)
+                drop(&connection)
             }
         }
     }
 
-    private static func drop(_ connection: inout PostgresConnection?, _ missed: inout Bool) {
+    private static func drop(_ connection: inout PostgresConnection?) {
         connection?.close()
         connection = nil
-        missed = true
     }
 
     /// One change for a batch of notices; `nil` for none. A payload that is not `<sender> <tag>` asks for every
