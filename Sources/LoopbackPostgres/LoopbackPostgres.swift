@@ -236,7 +236,7 @@ package final class LoopbackPostgres: @unchecked Sendable {
                 synchronous_commit = off
                 full_page_writes = off
                 shared_buffers = 16MB
-                max_connections = 40
+                max_connections = 120
                 lc_messages = 'C'
                 ssl = on
                 ssl_cert_file = 'server.crt'
