@@ -278,12 +278,43 @@ package final class LoopbackPostgres: @unchecked Sendable {
         if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
             _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
         }
-        let words: [String] = ["/bin/sh", "-c", script]
+        // Started in the background of a shell that exits at once (and is reaped here): the watchdog is then no child
+        // of this process, so its exit sends this process no SIGCHLD, which the runtime's own child handling could
+        // take for one of its processes.
+        let words: [String] = ["/bin/sh", "-c", "(\n\(script)\n) >/dev/null 2>&1 </dev/null &"]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
         defer { for text in argv + envp { free(text) } }
         var pid = pid_t()
-        _ = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp)
+        guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp) == 0 else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+    }
+
+    /// Runs `command` to its end with `posix_spawn` (no output, descriptors above standard error closed), not
+    /// Foundation's `Process`, whose child handling this fixture keeps out of.
+    private static func spawnAndWait(_ command: [String], what: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        defer { for text in argv + envp { free(text) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
+        guard spawned == 0 else { throw Failure(description: "cannot run \(what) (error \(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw Failure(description: "\(what) failed (status \(status))")
+        }
     }
 
     /// Makes a certificate authority in `directory` and, signed by it, the server's certificate and key in the data
@@ -308,16 +339,7 @@ package final class LoopbackPostgres: @unchecked Sendable {
                 "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext"),
             ],
         ] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: openssl)
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw Failure(description: "openssl \(arguments[0]) failed (status \(process.terminationStatus))")
-            }
+            try spawnAndWait([openssl] + arguments, what: "openssl \(arguments[0])")
         }
         for name in ["server.crt", "server.key"] {
             let target = dataDirectory.appendingPathComponent(name).path
