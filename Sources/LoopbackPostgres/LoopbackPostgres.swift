@@ -268,53 +268,47 @@ package final class LoopbackPostgres: @unchecked Sendable {
             sleep 2
             rm -rf '\(directory.path)'
             """
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
-            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-        }
         // Started in the background of a shell that exits at once (and is reaped here): the watchdog is then no child
-        // of this process, so its exit sends this process no SIGCHLD, which the runtime's own child handling could
-        // take for one of its processes.
-        let words: [String] = ["/bin/sh", "-c", "(\n\(script)\n) >/dev/null 2>&1 </dev/null &"]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
-        defer { for text in argv + envp { free(text) } }
-        var pid = pid_t()
-        guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp) == 0 else { return }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        // of this process, so its exit sends this process no SIGCHLD.
+        _ = try? Self.spawnAndWait(["/bin/sh", "-c", "(\n\(script)\n) &"])
     }
 
-    /// Runs `command` to its end with `posix_spawn` (no output, descriptors above standard error closed), not
-    /// Foundation's `Process`, whose child handling this fixture keeps out of.
-    private static func spawnAndWait(_ command: [String], what: String) throws {
+    /// Runs `command` to its end with `posix_spawn`, not Foundation's `Process`, whose child handling this fixture
+    /// keeps out of (and whose exit detection a server left running by `pg_ctl` would hold open): standard input
+    /// from `/dev/null`, both outputs to `output`, every descriptor above standard error closed in the child.
+    ///
+    /// - Returns: Whether it exited with status zero.
+    /// - Throws: ``Failure`` when it cannot be started.
+    @discardableResult
+    static func spawnAndWait(
+        _ command: [String], environment: [String] = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+        output: String = "/dev/null", directory: String? = nil
+    ) throws -> Bool {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // glibc's `_np` actions, which Swift's Glibc module does not declare.
+        typealias ChangeDirectory =
+            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
-            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-        }
+        guard let changeDirectory = dlsym(nil, "posix_spawn_file_actions_addchdir_np"),
+            let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np")
+        else { throw Failure(description: "glibc has no posix_spawn_file_actions_addclosefrom_np") }
+        if let directory { _ = unsafeBitCast(changeDirectory, to: ChangeDirectory.self)(&actions, directory) }
+        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
         let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { for text in argv + envp { free(text) } }
         var pid = pid_t()
         let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
-        guard spawned == 0 else { throw Failure(description: "cannot run \(what) (error \(spawned))") }
+        guard spawned == 0 else { throw Failure(description: "cannot run \(command[0]) (error \(spawned))") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw Failure(description: "\(what) failed (status \(status))")
-        }
+        // Exited (no signal in the low bits) with status zero.
+        return status & 0x7f == 0 && (status >> 8) & 0xff == 0
     }
 
     /// Makes a certificate authority in `directory` and, signed by it, the server's certificate and key in the data
@@ -339,7 +333,9 @@ package final class LoopbackPostgres: @unchecked Sendable {
                 "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext"),
             ],
         ] {
-            try spawnAndWait([openssl] + arguments, what: "openssl \(arguments[0])")
+            guard try spawnAndWait([openssl] + arguments) else {
+                throw Failure(description: "openssl \(arguments[0]) failed")
+            }
         }
         for name in ["server.crt", "server.key"] {
             let target = dataDirectory.appendingPathComponent(name).path
@@ -375,31 +371,9 @@ package final class LoopbackPostgres: @unchecked Sendable {
         let outputPath = directory.appendingPathComponent("\(tool).out").path
         // The C locale, for messages in English; no PGPASSWORD or other setting of the caller's.
         let environment = ["LC_ALL=C", "LANG=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // glibc's `_np` actions, which Swift's Glibc module does not declare.
-        typealias ChangeDirectory =
-            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let changeDirectory = dlsym(nil, "posix_spawn_file_actions_addchdir_np"),
-            let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np")
-        else { throw Failure(description: "glibc has no posix_spawn_file_actions_addclosefrom_np") }
-        _ = unsafeBitCast(changeDirectory, to: ChangeDirectory.self)(&actions, directory.path)
-        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-        let argv = command.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer { for text in argv + envp { free(text) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
-        guard spawned == 0 else { throw Failure(description: "cannot run \(tool) (error \(spawned))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        // Exited (no signal in the low bits) with status zero.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+        let succeeded = try Self.spawnAndWait(
+            command, environment: environment, output: outputPath, directory: directory.path)
+        guard succeeded else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             let log = (try? String(contentsOf: directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
             throw Failure(description: "\(tool) failed: \(text.suffix(1500)) \(log.suffix(1500))")
