@@ -45,6 +45,8 @@ enum Timeline {
                 + "sign-in required"
         case .loopGuardTripped:
             return "loop guard: \(field("refreshes")) refreshes within \(field("window")) ms; another refused"
+        case .refreshStoredAfterEnd:
+            return "the session ended while its token request was out; the rotation it brought: \(field("outcome"))"
         case .lockWaited: return "waited \(field("milliseconds")) ms for the cross-process refresh lock"
         case .restoreFinished:
             var text = "restore: \(field("outcome"))"

@@ -124,6 +124,35 @@ struct PostgresSessionTests {
         }
     }
 
+    /// An instance that ends a session (its record kept) while the session's token request is out: the server
+    /// rotated, so the rotation goes to the shared record, and the other instance's next refresh presents the new
+    /// refresh token, not the retired one (reuse detection would sign the user out).
+    @Test func aSessionEndedWhileItsTokenRequestIsOutLeavesTheRotationToTheOtherInstance() async throws {
+        try await MockAuthorizationServer.withRunning { mock in
+            let database = try await PostgresCredentialStoreTests.sharedDatabase()
+            let fleet = try await Self.instances(mock, database: database)
+            try mock.addUser("alice")
+            let alice = Account(issuer: mock.issuer, subject: "alice")
+            _ = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+            let one = try #require(try await fleet.first.session(for: alice))
+            let gate = Gate()
+            mock.holdNext(.token, at: gate, afterProcessing: true)
+            let caller = Task { try await one.refreshTokens() }
+            await gate.waitForArrivals(1)
+            one.end()
+            _ = await caller.result
+            gate.open()
+            #expect(await fleet.first.finishPendingWork(within: .seconds(20)).isEmpty)
+
+            let two = try #require(try await fleet.second.session(for: alice))
+            mock.invalidateAccessTokens(for: "alice")
+            let (_, response) = try await two.data(for: URLRequest(url: mock.userInfoEndpoint))
+            #expect(response.statusCode == 200)
+            #expect(mock.repeatedRefreshTokenCount == 0, "no refresh token presented twice")
+            #expect(two.isActive)
+        }
+    }
+
     @Test func aDatabaseThatGoesAwaySignsNobodyOutAndGetsTheRotationWhenBack() async throws {
         let cluster = try LoopbackPostgres.start()
         defer { cluster.shutdown() }

@@ -210,4 +210,142 @@ import Testing
         )
         #expect(abs((margin - .milliseconds(expected)) / .milliseconds(1)) < 1)
     }
+
+    // MARK: - A session ended while its token request is out
+
+    /// A server that closes a user's session (`end()`, the record kept: an idle session dropped from memory, a
+    /// process's visit done) while the refresh's token request is out: the server has rotated, so cancelling would
+    /// leave the record holding the retired refresh token, and the account's next session would present it and
+    /// be signed out by reuse detection (the fleet lost two accounts this way when token requests were slow). The
+    /// request runs on, its rotation goes to the record, and the next session presents the new token.
+    @Test(arguments: [false, true])
+    func aSessionEndedWhileItsTokenRequestIsOutLeavesTheRotationInTheRecord(coordinated: Bool) async throws {
+        try await TemporaryDirectory.with { directory in
+            let gate = Gate()
+            let endpoint = rotatingEndpoint(gate: gate)
+            let recorder = DiagnosticsTests.Recorder()
+            let store: any CredentialStore =
+                coordinated ? try FileCredentialStore(directory: directory) : InMemoryCredentialStore()
+            let manager = SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: endpoint,
+                    sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let caller = Task { try await session.refreshTokens() }
+            await gate.waitForArrivals(1)
+
+            session.end()
+            let error = await #expect(throws: SessionError.self) { try await caller.value }
+            #expect(error?.code == .sessionEnded, "the caller is answered at once, not when the request returns")
+            gate.open()
+            #expect(await manager.finishPendingWork(within: .seconds(20)).isEmpty)
+
+            #expect(try await store.load(for: alice)?.refreshToken == "r1", "the rotation is in the record")
+            #expect(session.tokens == nil, "and nothing of it reached the ended session")
+            #expect(recorder.recorded.contains { $0.kind == .refreshStoredAfterEnd && $0.fields["outcome"] == "stored" })
+            let next = try #require(try await manager.session(for: alice))
+            try await next.refreshTokens()
+            #expect(endpoint.presented == ["refresh-alice", "r1"], "no refresh token presented twice")
+            #expect(next.isActive)
+            #expect(try await store.load(for: alice)?.refreshToken == "r2")
+            next.end()
+        }
+    }
+
+    /// The account's next session, loaded while a released request is out, waits for the request's write: with a
+    /// store no lock guards, it would otherwise hold the retired refresh token and present it.
+    @Test func theAccountsNextSessionWaitsForTheReleasedRequestsRotation() async throws {
+        let gate = Gate()
+        let endpoint = rotatingEndpoint(gate: gate)
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        let caller = Task { try await session.refreshTokens() }
+        await gate.waitForArrivals(1)
+        session.end()
+        _ = await caller.result
+        let load = Task { try await manager.session(for: alice) }
+        let loadQueued = await eventually(within: .seconds(20)) { manager.vault.pending.operations >= 2 }
+        #expect(loadQueued, "the load was never queued behind the released request")
+        gate.open()
+        let next = try #require(try await load.value)
+        #expect(next.tokens?.refreshToken == "r1", "the next session holds the rotation, not the retired token")
+
+        try await next.refreshTokens()
+        #expect(endpoint.presented == ["refresh-alice", "r1"])
+        next.end()
+        _ = await manager.finishPendingWork(within: .seconds(20))
+        #expect(try await store.load(for: alice)?.refreshToken == "r2")
+    }
+
+    /// The deletion of an account's record asked for while a released request is out waits for the request's
+    /// write and runs after it: the account ends signed out, not brought back by the late rotation.
+    @Test func anAccountEndedWhileAReleasedRequestIsOutStaysEnded() async throws {
+        let gate = Gate()
+        let endpoint = rotatingEndpoint(gate: gate)
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        let caller = Task { try await session.refreshTokens() }
+        await gate.waitForArrivals(1)
+        session.end()
+        _ = await caller.result
+        let ending = Task { await manager.endAccount(alice, because: AccountEnding("test_ended")) }
+        let queued = await eventually(within: .seconds(20)) { manager.vault.pending.operations >= 2 }
+        #expect(queued, "the ending's deletion was never queued")
+        gate.open()
+        let report = await ending.value
+        #expect(report?.credentialDeletion == .succeeded)
+        _ = await manager.finishPendingWork(within: .seconds(20))
+        #expect(try await store.load(for: alice) == nil, "ended, and no late write brought the record back")
+        #expect(endpoint.presented == ["refresh-alice"])
+    }
+
+    /// A record deleted behind the store's back while a released request is out (another process whose lock wait
+    /// timed out, an app clearing its store) stays deleted: the rotation is written only over the record that still
+    /// holds the refresh token the request presented.
+    @Test func aRecordDeletedWhileAReleasedRequestIsOutIsNotBroughtBack() async throws {
+        try await TemporaryDirectory.with { directory in
+            let gate = Gate()
+            let endpoint = rotatingEndpoint(gate: gate)
+            let recorder = DiagnosticsTests.Recorder()
+            let store = try FileCredentialStore(directory: directory)
+            let manager = SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: endpoint,
+                    sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            let caller = Task { try await session.refreshTokens() }
+            await gate.waitForArrivals(1)
+            session.end()
+            _ = await caller.result
+            // Another process's view of the same directory, deleting without the lock.
+            try await FileCredentialStore(directory: directory, coordinatingProcesses: false).delete(for: alice)
+            gate.open()
+            _ = await manager.finishPendingWork(within: .seconds(20))
+            #expect(try await store.load(for: alice) == nil)
+            #expect(
+                recorder.recorded.contains {
+                    $0.kind == .refreshStoredAfterEnd && $0.fields["outcome"] == "record_changed"
+                })
+        }
+    }
+
+    /// A new sign-in of the account replaces its record: the replaced session's refresh in flight is cancelled,
+    /// and the record holds the new sign-in's grant, not a rotation of the old one.
+    @Test func aNewSignInCancelsTheReplacedSessionsRefreshAndKeepsItsOwnRecord() async throws {
+        let gate = Gate()
+        let endpoint = rotatingEndpoint(gate: gate)
+        let store: any CredentialStore = InMemoryCredentialStore()
+        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
+        let session = try await manager.signIn(alice, tokens: tokens("alice"))
+        let caller = Task { try await session.refreshTokens() }
+        await gate.waitForArrivals(1)
+        _ = try await manager.signIn(alice, tokens: tokens("alice", refresh: "refresh-alice-again"))
+        _ = await caller.result
+        gate.open()
+        _ = await manager.finishPendingWork(within: .seconds(20))
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice-again")
+        manager.current?.end()
+    }
 }

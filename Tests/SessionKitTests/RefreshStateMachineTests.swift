@@ -328,6 +328,60 @@ import Testing
         }
     }
 
+    /// An ending that keeps the record releases a flight whose token request is on its way (the server may have
+    /// rotated already) and cancels every other: one not sending yet, one that failed on its own, and any flight
+    /// at a sign-out. After the end no flight may send.
+    @Test(.timeLimit(.minutes(1))) func anEndingThatKeepsTheRecordReleasesOnlyAFlightWhoseRequestIsOut() throws {
+        let ended = SessionError(.sessionEnded, "ended")
+        let rejected = SessionError(.refreshRejected, "invalid_grant")
+        // (sending, keepingRecord, own failure) → released?
+        let cases: [(Bool, Bool, SessionError?, Bool)] = [
+            (true, true, nil, true), (false, true, nil, false), (true, false, nil, false),
+            (true, true, rejected, false), (false, false, nil, false),
+        ]
+        for (sending, keepingRecord, failure, released) in cases {
+            var machine = machine()
+            let id = try #require(start(&machine, handle: "flight"))
+            if sending {
+                let may = machine.sending(id)
+                #expect(may)
+            }
+            if let failure {
+                let settled = machine.flightSettled(id, outcome: .failure(failure))
+                #expect(settled)
+            }
+            switch machine.sessionEnded(with: ended, keepingRecord: keepingRecord) {
+            case .release(let handle, let error):
+                #expect(released, "released: sending \(sending), keeping \(keepingRecord), failure \(String(describing: failure))")
+                #expect(handle == "flight")
+                #expect(error == ended)
+            case .cancel(let handle, let error):
+                #expect(!released, "cancelled: sending \(sending), keeping \(keepingRecord)")
+                #expect(handle == "flight")
+                #expect(error == (failure ?? ended))
+            case .none:
+                Issue.record("the flight was neither cancelled nor released")
+            }
+            #expect(machine.isReleased(id) == released)
+            let mayStill = machine.sending(id)
+            #expect(!mayStill, "no flight sends after the end")
+            #expect(machine.flightInProgress == nil)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aFlightMaySendOnlyWhileItIsTheOneInProgressAndTheSessionLasts() throws {
+        var machine = machine()
+        let id = try #require(start(&machine, handle: "flight"))
+        let first = machine.sending(id)
+        let again = machine.sending(id)
+        #expect(first && again, "a retry sends again")
+        _ = machine.flightSettled(id, outcome: .success("t1"))
+        machine.flightFinished(id)
+        let finished = machine.sending(id)
+        #expect(!finished, "a finished flight sends nothing")
+        #expect(!machine.isReleased(id))
+    }
+
     @Test(.timeLimit(.minutes(1))) func theSessionsEndWithoutAFlightCancelsNothing() {
         var machine = machine()
         machine.sessionEnded(with: SessionError.ended).expectNone()

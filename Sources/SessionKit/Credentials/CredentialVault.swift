@@ -62,6 +62,17 @@ package final class CredentialVault: Sendable {
         queues.withLock { queues in (queues.values.reduce(0) { $0 + $1.pending }, queues.count) }
     }
 
+    /// Enqueues a wait for `task`: the operations on `account` asked for after it run once it has finished, and
+    /// ``drain()`` waits for it. For a refresh released by its session's end, which stores its rotation in the
+    /// record itself (holding the store's lock): a sign-out's deletion asked for meanwhile comes after it.
+    ///
+    /// - Parameters:
+    ///   - task: The work the account's later operations wait for; it must not itself wait on this queue.
+    ///   - account: The account.
+    func enqueueWait(for task: Task<Void, Never>, on account: Account) {
+        _ = enqueue(on: account) { await task.value }
+    }
+
     /// Enqueues a save of `record` and returns at once; await the task for the outcome.
     ///
     /// - Parameter record: The record to store.

@@ -56,6 +56,11 @@ public struct DiagnosticEvent: Sendable, Hashable, Codable, CustomStringConverti
         case refreshRejected = "refresh.rejected"
         /// The loop guard refused another refresh: `refreshes`, `window` (milliseconds).
         case loopGuardTripped = "refresh.loop_guard"
+        /// The session ended (``UserSession/end()``, its record kept) while its token request was on its way; the
+        /// rotation it brought was written to the record, not to the session, so the account's next session
+        /// presents the new refresh token: `outcome` (`stored`, `record_changed` when the record was deleted or
+        /// replaced meanwhile and is left as it is, or `failed (code)`).
+        case refreshStoredAfterEnd = "refresh.stored_after_end"
         /// A refresh waited for the cross-process lock: `milliseconds`.
         case lockWaited = "lock.waited"
         /// Restore finished: `outcome` (`restored`, `offline`, `nothing`, `rejected`, `store_unavailable`),

@@ -108,8 +108,9 @@ extension SessionManager {
             try Task.checkCancellation()
             await finishInterruptedPurge(of: account)
             // The account's live session ends before the new record is written, so no credential write it admitted
-            // (a refresh committing now) can land after the new record.
-            for replaced in snapshot.sessions where replaced.account == account { replaced.end() }
+            // (a refresh committing now) can land after the new record; its refresh in flight is cancelled, not
+            // left to store a rotation of the grant the new record replaces.
+            for replaced in snapshot.sessions where replaced.account == account { replaced.finish() }
             let session = makeSession(account: account, tokens: tokens, provider: resolved)
             let write =
                 makeCurrent

@@ -27,14 +27,19 @@ import SessionKitOAuth
 /// | other               | `flightSettled(G, outcome)`      | `false`                      | unchanged             |
 /// | flight F            | `flightFinished(F)`              | `true`                       | idle                  |
 /// | other               | `flightFinished(G)`              | `false`                      | unchanged             |
+/// | flight F            | `sending(F)`                     | `true` (send the request)    | F, sending            |
+/// | ended, or other     | `sending(G)`                     | `false` (send nothing)       | unchanged             |
 /// | flight F, handle h  | `sessionEnded(e)`                | `.cancel(h, own error ?? e)` | ended, idle           |
+/// | F sending, handle h | `sessionEnded(e, keepingRecord)` | `.release(h, e)`             | ended, idle, F released |
 /// | idle or ended       | `sessionEnded(e)`                | `.none`                      | ended, idle           |
 ///
 /// "Held" is the session's access token, "held refresh" its refresh token; "own error" is the flight's failure
 /// once settled with one. "Counting" is ``countsAgainstLoopGuard(_:reason:)``: every refresh counts but a proactive
 /// one of a token that lives at least `2 × window / maximumRefreshes`, which starts whatever the history holds. A
 /// need that finds a flight without a handle is a programmer error (the refresher launches a flight in the critical
-/// section that started it).
+/// section that started it). "Sending" is a flight whose token request is on its way (``sending(_:)`` said so):
+/// the server may have rotated the refresh token already, so a session that ends keeping its record
+/// (``UserSession/end()``) releases such a flight instead of cancelling it, and it stores the rotation in the record.
 ///
 /// What a refresh does once it holds the shared store's cross-process lock is a function of what it read,
 /// ``storedRecordRead(_:presenting:holding:at:)`` (no state, no event). "Another" is a refresh token other than the
@@ -95,6 +100,9 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
     enum EndAction: Sendable {
         /// Cancel the flight's task and resolve its waiters with this error.
         case cancel(Handle, SessionError)
+        /// Resolve the flight's waiters with this error and let its task run on: its token request is out, and the
+        /// rotation it brings belongs in the record the ending kept (``isReleased(_:)`` tells the task so).
+        case release(Handle, SessionError)
         /// Nothing was in flight.
         case none
     }
@@ -116,6 +124,8 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
         var outcome: Result<String, SessionError>?
         /// When it entered the loop guard's history; `nil` when it does not count.
         var countedAt: ContinuousClock.Instant?
+        /// Whether its token request is on its way (``sending(_:)``).
+        var isSending = false
     }
 
     /// The loop guard's count.
@@ -126,6 +136,8 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
     private var lastID: UInt64 = 0
     /// Whether the session ended; from then on every need fails.
     private(set) var hasEnded = false
+    /// The flight an ending that kept the record released (``sessionEnded(with:keepingRecord:)``).
+    private var released: FlightID?
     /// When the refreshes that count against the loop guard started, oldest first (pruned at each need).
     private(set) var history: [ContinuousClock.Instant] = []
 
@@ -231,17 +243,45 @@ struct RefreshStateMachine<Handle: Sendable>: Sendable {
         return true
     }
 
-    /// The session ended: every later need fails, and the flight in progress is cancelled.
+    /// Flight `id` is about to send its token request: whether it may. Asked under the same lock as
+    /// ``sessionEnded(with:keepingRecord:)``, so an ending either comes first (and nothing is sent) or finds the
+    /// flight sending (and, keeping the record, releases it).
     ///
-    /// - Parameter error: What the flight's waiters get, unless the flight failed on its own (a rejected grant
-    ///   the owner ends the session for keeps its error); a success too is `error` to a session that ended.
-    /// - Returns: The flight to cancel, if any.
-    mutating func sessionEnded(with error: SessionError) -> EndAction {
+    /// - Returns: `false` when the session ended or `id` is not the flight in progress.
+    mutating func sending(_ id: FlightID) -> Bool {
+        guard !hasEnded, flight?.id == id else { return false }
+        flight?.isSending = true
+        return true
+    }
+
+    /// Whether flight `id` was released by an ending that kept the record: its rotation is stored there.
+    func isReleased(_ id: FlightID) -> Bool {
+        released == id
+    }
+
+    /// The session ended: every later need fails, and the flight in progress is cancelled, or released when the
+    /// ending keeps the record and the flight's token request is on its way.
+    ///
+    /// A request on its way may have reached the server, which then retired the refresh token the record holds:
+    /// cancelling it would lose the only refresh token the server still honours, and the account's next session
+    /// (this process's or another's) would present the retired one and, with reuse detection, be signed out. A
+    /// sign-out (`keepingRecord` false) cancels: its record is deleted and its grant revoked.
+    ///
+    /// - Parameters:
+    ///   - error: What the flight's waiters get, unless the flight failed on its own (a rejected grant the owner
+    ///     ends the session for keeps its error); a success too is `error` to a session that ended.
+    ///   - keepingRecord: Whether the account's record outlives the session (``UserSession/end()``).
+    /// - Returns: The flight to cancel or release, if any.
+    mutating func sessionEnded(with error: SessionError, keepingRecord: Bool = false) -> EndAction {
         hasEnded = true
         guard let ending = flight else { return .none }
         flight = nil
         guard let handle = ending.handle else { return .none }
         if case .failure(let own)? = ending.outcome { return .cancel(handle, own) }
+        if keepingRecord, ending.isSending, ending.outcome == nil {
+            released = ending.id
+            return .release(handle, error)
+        }
         return .cancel(handle, error)
     }
 

@@ -18,6 +18,7 @@ extension TokenRefresher {
     /// is. The lock is released once the result is stored, and a rejected grant's record deleted.
     ///
     /// - Parameters:
+    ///   - id: The flight.
     ///   - refreshToken: The refresh token the flight was started with.
     ///   - session: The session refreshed.
     ///   - cause: Why, for the diagnostics.
@@ -25,7 +26,7 @@ extension TokenRefresher {
     ///     either leaves the loop guard's count (``RefreshStateMachine/flightSettled(_:outcome:reachedProvider:)``).
     /// - Returns: The access token obtained, or the error.
     func run(
-        presenting refreshToken: String, for session: UserSession, cause: String, sent: inout Bool
+        _ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession, cause: String, sent: inout Bool
     ) async -> Result<Obtained, SessionError> {
         var exchange = Machine.Exchange(presenting: refreshToken, retryPolicy: policy.retryPolicy)
         let store = session.vault?.store
@@ -102,7 +103,9 @@ extension TokenRefresher {
                     session.diagnose(.info, .refreshStarted, ["cause": cause])
                     bound = session.tokens?.proofKey != nil
                 }
-                guard !Task.isCancelled, session.isActive else {
+                // Asked of the machine under the lock its ending takes: an ending either comes first and nothing is
+                // sent, or finds the request on its way and (keeping the record) lets it run on.
+                guard !Task.isCancelled, session.isActive, maySend(id) else {
                     return .failure(.endedDuringRefresh)
                 }
                 let proofKey = session.tokens?.proofKey
@@ -111,7 +114,7 @@ extension TokenRefresher {
                     let tokens = try await DiagnosticContext.with(session.configuration, account: session.account) {
                         try await endpoint.refresh(using: presented, for: session.account, proofKey: proofKey)
                     }
-                    return await commit(tokens, of: exchange, to: session)
+                    return await commit(tokens, of: exchange, to: session, flight: id, presented: presented)
                 } catch let error as SessionError {
                     action = exchange.sendFailed(
                         error, sessionActive: session.isActive, random: Double.random(in: 0..<1))
@@ -143,10 +146,14 @@ extension TokenRefresher {
     /// Commits refreshed `tokens` in one step that first checks the session is still active; then waits for the
     /// store write, so no waiter resumes before the rotated refresh token is durable.
     private func commit(
-        _ tokens: TokenSet, of exchange: Machine.Exchange, to session: UserSession
+        _ tokens: TokenSet, of exchange: Machine.Exchange, to session: UserSession, flight id: Machine.FlightID,
+        presented: String
     ) async -> Result<Obtained, SessionError> {
         switch session.commitRefreshed(tokens) {
         case .ended:
+            if wasReleased(id), !Task.isCancelled {
+                await storeRotation(tokens, replacing: presented, ofEnded: session)
+            }
             return .failure(SessionError(.sessionEnded, "the session ended before the refresh completed"))
         case .committed(let accessToken, let write):
             if let write {
@@ -163,5 +170,32 @@ extension TokenRefresher {
             session.report(.refreshed)
             return .success(Obtained(accessToken: accessToken, adopted: false))
         }
+    }
+
+    /// Stores the rotation a released flight brought (its session ended, keeping its record, while the token
+    /// request was on its way): the server has retired `presented`, and a record left holding it would sign the
+    /// account out at its next refresh (reuse detection). Nothing reaches the ended session.
+    ///
+    /// Written only if the record still holds `presented`: a record deleted (a sign-out) or replaced (a new sign-in,
+    /// another process's refresh) meanwhile is left as it is. The flight still holds the store's lock, and the
+    /// vault's queue for the account waits for it, so no deletion or refresh is between the read and the write.
+    private func storeRotation(_ tokens: TokenSet, replacing presented: String, ofEnded session: UserSession) async {
+        guard let store = session.vault?.store, let rotated = tokens.refreshToken, rotated != presented else { return }
+        let outcome: String
+        do {
+            if let stored = try await store.load(for: session.account), stored.refreshToken == presented {
+                var merged = tokens
+                if merged.idToken == nil { merged.idToken = stored.idToken }
+                var record = session.record(for: merged, selectedAt: stored.selectedAt)
+                if tokens.idToken == nil { record.providerSessionID = stored.providerSessionID }
+                try await store.save(record)
+                outcome = "stored"
+            } else {
+                outcome = "record_changed"
+            }
+        } catch {
+            outcome = "failed (\((error as? SessionError)?.code.rawValue ?? "\(type(of: error))"))"
+        }
+        session.diagnose(.notice, .refreshStoredAfterEnd, ["outcome": outcome])
     }
 }

@@ -65,15 +65,31 @@ final class TokenRefresher: Sendable {
         self.state = Lock(Machine(maximumRefreshes: policy.maximumRefreshes, window: policy.window))
     }
 
-    /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called by `UserSession.end()`.
+    /// Cancels the refresh in flight and resumes its waiters with `sessionEnded`; called when the session ends.
+    ///
+    /// - Parameters:
+    ///   - error: What the waiters get.
+    ///   - kept: The session, when its record outlives it (``UserSession/end()``) in a store; `nil` for a sign-out. A
+    ///     flight whose token request is already on its way is then released, not cancelled: its waiters get
+    ///     `error` at once, and it runs on to store the rotation in the record
+    ///     (``RefreshStateMachine/sessionEnded(with:keepingRecord:)``). The vault's queue for the account waits
+    ///     for it, so a deletion asked for meanwhile runs after it, and ``SessionManager/finishPendingWork(within:)``
+    ///     waits for it too.
     func sessionEnded(
-        with error: SessionError = .endedDuringRefresh
+        with error: SessionError = .endedDuringRefresh, keepingRecordOf kept: UserSession? = nil
     ) {
-        guard case .cancel(let flight, let resolution) = state.withLock({ $0.sessionEnded(with: error) }) else {
+        let vault = kept?.vault
+        let action = state.withLock { $0.sessionEnded(with: error, keepingRecord: vault != nil) }
+        switch action {
+        case .none:
             return
+        case .cancel(let flight, let resolution):
+            flight.task.cancel()
+            flight.result.resolve(.failure(resolution))
+        case .release(let flight, let resolution):
+            if let vault, let kept { vault.enqueueWait(for: flight.task, on: kept.account) }
+            flight.result.resolve(.failure(resolution))
         }
-        flight.task.cancel()
-        flight.result.resolve(.failure(resolution))
     }
 
     /// Refreshes first when the session's access token is within the leeway of expiring.
@@ -181,6 +197,17 @@ final class TokenRefresher: Sendable {
         }
     }
 
+    /// Whether flight `id` may send its token request now (``RefreshStateMachine/sending(_:)``): `false` once the
+    /// session ended.
+    func maySend(_ id: Machine.FlightID) -> Bool {
+        state.withLock { $0.sending(id) }
+    }
+
+    /// Whether flight `id` was released by an ending that kept the record (``RefreshStateMachine/isReleased(_:)``).
+    func wasReleased(_ id: Machine.FlightID) -> Bool {
+        state.withLock { $0.isReleased(id) }
+    }
+
     /// Creates flight `id`'s task: it refreshes, commits to the session, then tells the machine, then resolves.
     private func launch(
         _ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession, cause: String
@@ -191,7 +218,7 @@ final class TokenRefresher: Sendable {
             session.report(.refreshStarted)
             let started = clock.now
             var sent = false
-            let obtained = await run(presenting: refreshToken, for: session, cause: cause, sent: &sent)
+            let obtained = await run(id, presenting: refreshToken, for: session, cause: cause, sent: &sent)
             Self.diagnose(obtained, of: session, cause: cause, took: clock.now - started)
             let outcome = obtained.map(\.accessToken)
             // Settled before the owner hears of it, and finished after: the owner has reacted (ending the session,

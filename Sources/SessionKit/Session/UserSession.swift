@@ -196,7 +196,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   the others, whichever of its start and its cancellation URLSession sees first), hands over no response,
     ///   and admits no credential write. `end()` never waits for a start under way.
     public func end() {
-        finish()
+        finish(keepingRecord: true)
     }
 
     /// Ends the session, running `whileEnding` at the moment it stops admitting credential writes.
@@ -206,6 +206,9 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///
     /// - Parameters:
     ///   - refreshError: What a refresh in flight fails with; `nil` for `sessionEnded`.
+    ///   - keepingRecord: Whether the account's record outlives the session (``end()``): a refresh whose token
+    ///     request is on its way then runs on and stores the rotation in the record, instead of being cancelled.
+    ///     `false` (a sign-out, an account signed out elsewhere, a record replaced) cancels it.
     ///   - whileEnding: Called once, under the lock that admits credential writes, with the refresh token the
     ///     session holds and the one a refused rotation left in the store (if any), just before the session stops
     ///     being active: a deletion it enqueues runs behind every write the session admitted, and is already queued
@@ -216,6 +219,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     @discardableResult
     package func finish(
         refreshError: SessionError? = nil,
+        keepingRecord: Bool = false,
         whileEnding: ((_ refreshToken: String?, _ leftInStore: String?) -> Void)? = nil
     ) -> Ending? {
         let ended = lifetime(.end) { action -> Lifetime.Ended? in
@@ -251,7 +255,7 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         ended.handoff?.finishTasksAndInvalidate()
         urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
         cache.removeAll()
-        if let refreshError { refresher?.sessionEnded(with: refreshError) } else { refresher?.sessionEnded() }
+        refresher?.sessionEnded(with: refreshError ?? .endedDuringRefresh, keepingRecordOf: keepingRecord ? self : nil)
         for key in ended.handlers.keys.sorted() { ended.handlers[key]?() }
         return Ending(cancelledRequests: ended.requests.count, tokens: ended.tokens)
     }
