@@ -162,6 +162,42 @@ package final class LoopbackPostgres: @unchecked Sendable {
         try startServer()
     }
 
+    /// Freezes the server (SIGSTOP to the postmaster and every process it started): connections stay open and
+    /// new ones are accepted by the kernel, but nothing answers, as with a stopped machine or a partition that
+    /// drops packets without a reset. ``thaw()`` undoes it; ``shutdown()`` thaws first.
+    ///
+    /// - Throws: ``Failure`` when the postmaster's process cannot be found.
+    package func freeze() throws {
+        try signalServer(SIGSTOP)
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    ///
+    /// - Throws: ``Failure`` when the postmaster's process cannot be found.
+    package func thaw() throws {
+        try signalServer(SIGCONT)
+    }
+
+    /// Sends `signal` to the postmaster (the first line of `postmaster.pid`) and to each process whose parent it
+    /// is, read from `/proc`.
+    private func signalServer(_ signal: Int32) throws {
+        let pidFile = (try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)) ?? ""
+        guard let first = pidFile.split(separator: "\n").first, let postmaster = pid_t(first) else {
+            throw Failure(description: "no postmaster.pid in \(dataDirectory)")
+        }
+        var processes = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // After the command's closing parenthesis: the state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { processes.append(pid) }
+        }
+        for pid in processes { _ = kill(pid, signal) }
+    }
+
     /// Ends every connection but the fixture's own (`pg_terminate_backend`), as a server restart or a network
     /// failure would.
     ///
@@ -182,6 +218,7 @@ package final class LoopbackPostgres: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isShutDown else { return }
         isShutDown = true
+        try? signalServer(SIGCONT)
         if isRunning {
             isRunning = false
             try? run("pg_ctl", ["-D", dataDirectory, "-w", "-t", "30", "-m", "immediate", "stop"])

@@ -314,6 +314,61 @@ struct PostgresCredentialStoreTests {
         #expect(try await store.load(for: alice) == Self.record(alice, 3))
     }
 
+    /// A database that accepts connections and then goes silent (frozen: a stopped machine, a partition that drops
+    /// packets) is a locked store within the answer timeout, not a hang: every call throws `storeUnavailable`, the
+    /// silent connections are dropped, and once the server answers again the store serves with new ones.
+    @Test func aDatabaseThatGoesSilentIsUnavailableWithinTheAnswerTimeoutAndServedAgain() async throws {
+        let cluster = try LoopbackPostgres.start()
+        defer { cluster.shutdown() }
+        // The fixture's string says `connect_timeout=5`; a silent server costs a connection attempt that twice (with
+        // TLS, then without), so the test asks for libpq's least.
+        let database = try await Self.freshDatabase(in: cluster) + " connect_timeout=2"
+        let answerTimeout = Duration.seconds(1)
+        let store = try await PostgresCredentialStore.connect(
+            to: database, poolSize: 2, lockTimeout: .seconds(1), answerTimeout: answerTimeout)
+        defer { store.close() }
+        let alice = CredentialStoreContract.account(1)
+        try await store.save(Self.record(alice, 1))
+        // Both pools' connections open, so the calls below meet a silent server on a live connection.
+        try await store.coordination?.lock(for: alice).release()
+        try cluster.freeze()
+        for operation in ["load", "save", "lock"] {
+            let started = ContinuousClock.now
+            // Raced against a bound, not awaited: a call that hangs on the silent server must fail here in seconds,
+            // and is left to finish once the server thaws.
+            let outcome = await Self.outcome(within: .seconds(20)) {
+                switch operation {
+                case "load": _ = try await store.load(for: alice)
+                case "save": try await store.save(Self.record(alice, 2))
+                default: _ = try await store.coordination?.lock(for: alice)
+                }
+            }
+            let took = ContinuousClock.now - started
+            guard case .failure(let failure)? = outcome else {
+                Issue.record("\(operation) on a silent server: \(outcome.map { "\($0)" } ?? "no answer within 20 s")")
+                continue
+            }
+            #expect(
+                (failure as? SessionError)?.code == .storeUnavailable,
+                "\(operation): unavailable, so nobody is signed out (\(failure))")
+            // The lock's bound is its timeout and the answer timeout; the others', the answer timeout. A call that
+            // finds no open connection (the silent one was dropped) waits for a new one up to twice the connect
+            // timeout.
+            #expect(took < .seconds(8), "\(operation) took \(took)")
+        }
+        try cluster.thaw()
+        // Tried again as a server's next requests would be; the first calls may meet connections the thaw closes.
+        var served: CredentialRecord?
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while served == nil, ContinuousClock.now < deadline {
+            served = try? await store.load(for: alice)
+            if served == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        // The save sent to the frozen server may have run once it thawed: its outcome was unknown, as with any lost
+        // connection.
+        #expect(served == Self.record(alice, 1) || served == Self.record(alice, 2), "served again, nothing lost")
+    }
+
     @Test func aConnectionClosedWhileIdleIsReplacedWithoutAnError() async throws {
         let cluster = try LoopbackPostgres.start()
         defer { cluster.shutdown() }
@@ -327,6 +382,34 @@ struct PostgresCredentialStoreTests {
     }
 
     // MARK: - Helpers
+
+    /// What `body` came to, or `nil` when it had not returned within `limit` (it is left running).
+    static func outcome(
+        within limit: Duration, _ body: @escaping @Sendable () async throws -> Void
+    ) async -> Result<Void, any Error>? {
+        let answered = Lock(false)
+        return await withCheckedContinuation { continuation in
+            func answer(_ outcome: Result<Void, any Error>?) {
+                guard answered.withLock({ done in
+                    defer { done = true }
+                    return !done
+                }) else { return }
+                continuation.resume(returning: outcome)
+            }
+            Task {
+                do {
+                    try await body()
+                    answer(.success(()))
+                } catch {
+                    answer(.failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer(nil)
+            }
+        }
+    }
 
     /// A loopback port with no listener: bound, then closed.
     static func closedPort() throws -> Int {

@@ -195,6 +195,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     ///   `end()` flipped ``isActive`` never will; one whose start was under way at that instant is cancelled with
     ///   the others, whichever of its start and its cancellation URLSession sees first), hands over no response,
     ///   and admits no credential write. `end()` never waits for a start under way.
+    ///
+    /// The account stays signed in: its record is kept (sign out with ``SessionManager/signOut(_:options:)``). So a
+    /// refresh whose token request is already on its way is not cancelled, since the server may have rotated the
+    /// refresh token the record holds: it runs on, released from the session, and writes the rotation to the record
+    /// if the record still holds the refresh token it presented. Nothing of it reaches this session; its callers
+    /// get ``SessionError/Code/sessionEnded`` at once.
     public func end() {
         finish(keepingRecord: true)
     }

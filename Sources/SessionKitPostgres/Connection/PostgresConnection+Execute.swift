@@ -1,4 +1,6 @@
 import CSessionKitPostgres
+import Foundation
+import SessionKit
 
 #if canImport(Glibc)
     import Glibc
@@ -21,10 +23,17 @@ extension PostgresConnection {
     /// - Parameters:
     ///   - sql: One SQL statement.
     ///   - parameters: The values of `$1`, `$2`, …, as text; `nil` is SQL NULL.
+    ///   - answerTimeout: The longest the statement waits for the server (`nil`: the connection's
+    ///     ``answerTimeout``); then the connection is dropped (its socket shut down, so it counts as broken and a
+    ///     pool replaces it) and the call throws `.unreachable`. Whether the server ran the statement is then
+    ///     unknown, as with any lost connection.
     /// - Returns: The rows and the affected-row count.
     /// - Throws: ``PostgresError``: `.query(sqlState:)`, `.cancelled`, `.lockTimeout`, or `.unreachable` when the
-    ///   connection is closed or lost during the call.
-    package func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresResult {
+    ///   connection is closed or lost during the call, or the server did not answer within `answerTimeout`.
+    package func execute(
+        _ sql: String, _ parameters: [String?] = [], answerTimeout: Duration? = nil
+    ) throws(PostgresError) -> PostgresResult {
+        let answerTimeout = answerTimeout ?? self.answerTimeout
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(.unreachable, message: "the connection is closed or lost")
         }
@@ -42,8 +51,11 @@ extension PostgresConnection {
         }
         var last: OpaquePointer?
         defer { PQclear(last) }
+        let deadline = ContinuousClock.now.advanced(by: answerTimeout)
         while true {
-            waitUntilResultIsReady(handle)
+            guard waitUntilResultIsReady(handle, deadline: deadline) else {
+                throw PostgresError(.unreachable, message: "the server did not answer within \(answerTimeout)")
+            }
             guard let result = PQgetResult(handle) else { break }
             PQclear(last)
             last = result
@@ -83,13 +95,22 @@ extension PostgresConnection {
     /// Sleeps until `PQgetResult` would not block: reading the socket as data comes, and sending the server a
     /// cancel when ``cancel()`` wakes it (again while the statement goes on). Returns at once when the connection
     /// is lost; `PQgetResult` then reports it.
-    private func waitUntilResultIsReady(_ handle: OpaquePointer) {
+    ///
+    /// - Returns: `false` when `deadline` passed first: the socket is shut down, so the connection is broken from
+    ///   here on and `PQgetResult` would only report that.
+    private func waitUntilResultIsReady(_ handle: OpaquePointer, deadline: ContinuousClock.Instant) -> Bool {
         var cancelSent = false
         while PQisBusy(handle) != 0 {
             let wakeRead = cancellation.withLock { $0.wakeRead }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else {
+                _ = shutdown(PQsocket(handle), Int32(SHUT_RDWR))
+                _ = PQconsumeInput(handle)
+                return false
+            }
             switch Self.wait(
                 socket: PQsocket(handle), stopDescriptor: wakeRead,
-                timeout: cancelSent ? Self.cancelResendInterval : nil)
+                timeout: cancelSent ? min(Self.cancelResendInterval, left) : left)
             {
             case .stopped:
                 if takePendingCancel() {
@@ -97,19 +118,33 @@ extension PostgresConnection {
                     cancelSent = true
                 }
             case .timedOut:
-                sendCancel()
+                if cancelSent { sendCancel() }
             case .readable:
-                guard PQconsumeInput(handle) == 1 else { return }
+                guard PQconsumeInput(handle) == 1 else { return true }
             }
         }
+        return true
     }
 
-    /// Asks the server to cancel this connection's statement (`PQcancel`, over a connection of its own). A failure
-    /// is not reported: the statement then runs on, and the wait sends the cancel again.
+    /// Asks the server to cancel this connection's statement (`PQcancel`, over a connection of its own), on a
+    /// thread of its own: `PQcancel` blocks until the server closes that connection, and a silent server never
+    /// does, so it must not hold the statement's thread past its answer deadline. One cancel is under way at a time
+    /// (a resend while one waits does nothing); each has its own cancel object, freed by its thread, so closing the
+    /// connection meanwhile frees nothing it uses. A failure is not reported: the statement then runs on, and the
+    /// wait sends the cancel again.
     private func sendCancel() {
-        guard let canceller else { return }
-        var message = [CChar](repeating: 0, count: 256)
-        _ = PQcancel(canceller, &message, Int32(message.count))
+        guard let handle, let canceller = PQgetCancel(handle) else { return }
+        guard cancelInFlight.withLock({ sending in
+            defer { sending = true }
+            return !sending
+        }) else {
+            PQfreeCancel(canceller)
+            return
+        }
+        let sender = CancelSender(canceller: canceller, inFlight: cancelInFlight)
+        let thread = Thread { sender.send() }
+        thread.name = "SessionKit.PostgresCancel"
+        thread.start()
     }
 
     /// The rows of a finished statement, or the error its result or the connection reports.
@@ -143,5 +178,23 @@ extension PostgresConnection {
             throw PostgresError(
                 .query(sqlState: "0A000"), message: "unsupported result status \(String(cString: PQresStatus(status)))")
         }
+    }
+}
+
+/// One `PQcancel` on a thread of its own, which owns the cancel object and frees it.
+private final class CancelSender: @unchecked Sendable {
+    private let canceller: OpaquePointer
+    private let inFlight: Lock<Bool>
+
+    init(canceller: OpaquePointer, inFlight: Lock<Bool>) {
+        self.canceller = canceller
+        self.inFlight = inFlight
+    }
+
+    func send() {
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(canceller, &message, Int32(message.count))
+        PQfreeCancel(canceller)
+        inFlight.withLock { $0 = false }
     }
 }

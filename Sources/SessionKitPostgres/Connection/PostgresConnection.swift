@@ -25,8 +25,14 @@ package final class PostgresConnection: @unchecked Sendable {
 
     /// libpq's connection; `nil` once closed.
     var handle: OpaquePointer?
-    /// libpq's cancel object, made at connect: `PQcancel` with it opens a connection of its own to the server.
-    var canceller: OpaquePointer?
+    /// How long a statement waits for the server's answer unless told otherwise: a server that accepted the
+    /// connection and then went silent (a stopped machine, a partition that drops packets without a reset) would
+    /// otherwise hold the thread, and a pool's slot, for ever.
+    package let answerTimeout: Duration
+    /// ``answerTimeout`` unless a caller says otherwise.
+    package static let defaultAnswerTimeout = Duration.seconds(10)
+    /// Whether a cancel's thread is still waiting for the server (``sendCancel()`` sends one at a time).
+    let cancelInFlight = Lock(false)
     /// The pending cancel and its wake pipe; the lock lets ``cancel()`` run on any thread.
     let cancellation: Lock<Cancellation>
 
@@ -36,10 +42,15 @@ package final class PostgresConnection: @unchecked Sendable {
     /// connection is tried. The string's settings are taken as `dbname` expands them, then `client_encoding`
     /// overrides theirs: every text this type reads and writes is UTF-8, whatever the server's default.
     ///
-    /// - Parameter connectionString: A libpq connection string, `key=value …` or a `postgresql://` URI.
+    /// - Parameters:
+    ///   - connectionString: A libpq connection string, `key=value …` or a `postgresql://` URI.
+    ///   - answerTimeout: The longest a statement waits for the server's answer (``answerTimeout``).
     /// - Throws: ``PostgresError``: `.invalidSettings`, `.authentication`, or `.unreachable`; its message is libpq's,
     ///   never the string itself.
-    package init(connectionString: String) throws(PostgresError) {
+    package init(
+        connectionString: String, answerTimeout: Duration = defaultAnswerTimeout
+    ) throws(PostgresError) {
+        self.answerTimeout = answerTimeout
         let password = try Self.parsedPassword(connectionString)
         var pipeEnds: [Int32] = [-1, -1]
         guard pipe(&pipeEnds) == 0 else {
@@ -57,7 +68,7 @@ package final class PostgresConnection: @unchecked Sendable {
             strdup("connect_timeout"), strdup("dbname"), strdup("client_encoding"), nil,
         ]
         let values: [UnsafeMutablePointer<CChar>?] = [
-            strdup(Self.defaultConnectTimeout), strdup(connectionString), strdup("UTF8"), nil,
+            strdup(Self.connectTimeout(answerTimeout)), strdup(connectionString), strdup("UTF8"), nil,
         ]
         defer { for text in keywords + values { free(text) } }
         // `expand_dbname`: the first `dbname` value is the whole connection string, expanded into its settings.
@@ -75,7 +86,6 @@ package final class PostgresConnection: @unchecked Sendable {
         // libpq prints notices (and a terminated backend's last words) to standard error unless told otherwise.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
         self.handle = handle
-        canceller = PQgetCancel(handle)
     }
 
     deinit {
@@ -83,7 +93,15 @@ package final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Seconds a connection attempt waits for a server unless the connection string says otherwise.
-    static let defaultConnectTimeout = "5"
+    static let defaultConnectTimeout = 5
+
+    /// The `connect_timeout` given before the connection string's: the default, or a shorter answer timeout
+    /// rounded up (a silent server is as silent to a connection attempt as to a statement), at least libpq's least
+    /// useful value, 2 seconds.
+    static func connectTimeout(_ answerTimeout: Duration) -> String {
+        let seconds = Int((answerTimeout / .seconds(1)).rounded(.up))
+        return String(max(2, min(defaultConnectTimeout, seconds)))
+    }
 
     /// Whether the connection is closed or lost (`PQstatus` is not `CONNECTION_OK`); a pool replaces such a one.
     package var isBroken: Bool {
@@ -128,10 +146,6 @@ package final class PostgresConnection: @unchecked Sendable {
     package func close() {
         guard let handle else { return }
         self.handle = nil
-        if let canceller {
-            PQfreeCancel(canceller)
-            self.canceller = nil
-        }
         PQfinish(handle)
         Self.closeDescriptors(cancellation)
     }

@@ -39,6 +39,7 @@ package final class PostgresPool: Sendable {
     }
 
     private let connectionString: String
+    private let answerTimeout: Duration
     private let queues: [DispatchQueue]
     private let state: Lock<State>
 
@@ -48,9 +49,14 @@ package final class PostgresPool: Sendable {
     ///   - connectionString: The libpq connection string of every connection; never printed.
     ///   - size: The number of connections, and of threads that run callers' bodies; at least one.
     ///   - label: The name of the pool's threads, for a debugger.
-    package init(connectionString: String, size: Int, label: String) {
+    ///   - answerTimeout: Each connection's ``PostgresConnection/answerTimeout``.
+    package init(
+        connectionString: String, size: Int, label: String,
+        answerTimeout: Duration = PostgresConnection.defaultAnswerTimeout
+    ) {
         precondition(size > 0, "a pool needs at least one connection")
         self.connectionString = connectionString
+        self.answerTimeout = answerTimeout
         queues = (0..<size).map { DispatchQueue(label: "\(label) \($0)") }
         state = Lock(State(connections: Array(repeating: nil, count: size), idle: Array((0..<size).reversed())))
     }
@@ -146,7 +152,7 @@ package final class PostgresPool: Sendable {
         }
         if connection == nil {
             do throws(PostgresError) {
-                connection = try PostgresConnection(connectionString: connectionString)
+                connection = try PostgresConnection(connectionString: connectionString, answerTimeout: answerTimeout)
             } catch {
                 return .failure(error)
             }

@@ -22,7 +22,10 @@ final class PostgresChangeListener: StoreChangeWatch {
     static let heartbeat = Duration.seconds(30)
 
     /// Starts the thread; `nil` when no pipe can be made (no descriptors left).
-    init?(connectionString: String, onChange: @escaping @Sendable (StoreChange) -> Void) {
+    init?(
+        connectionString: String, answerTimeout: Duration = PostgresConnection.defaultAnswerTimeout,
+        onChange: @escaping @Sendable (StoreChange) -> Void
+    ) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return nil }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
@@ -30,7 +33,7 @@ final class PostgresChangeListener: StoreChangeWatch {
         stopWrite = fds[1]
         let stopRead = fds[0]
         let thread = Thread {
-            Self.run(connectionString: connectionString, stop: stopRead, onChange: onChange)
+            Self.run(connectionString: connectionString, answerTimeout: answerTimeout, stop: stopRead, onChange: onChange)
         }
         thread.name = "SessionKit.PostgresChangeListener"
         thread.start()
@@ -52,7 +55,7 @@ final class PostgresChangeListener: StoreChangeWatch {
 
     /// The listener's thread.
     private static func run(
-        connectionString: String, stop: Int32, onChange: @Sendable (StoreChange) -> Void
+        connectionString: String, answerTimeout: Duration, stop: Int32, onChange: @Sendable (StoreChange) -> Void
     ) {
         defer { _ = close(stop) }
         var connection: PostgresConnection?
@@ -61,7 +64,7 @@ final class PostgresChangeListener: StoreChangeWatch {
         while true {
             guard let listening = connection else {
                 do {
-                    let opened = try PostgresConnection(connectionString: connectionString)
+                    let opened = try PostgresConnection(connectionString: connectionString, answerTimeout: answerTimeout)
                     _ = try opened.execute("LISTEN \(PostgresCoordination.channel)")
                     connection = opened
                     pause = .milliseconds(50)

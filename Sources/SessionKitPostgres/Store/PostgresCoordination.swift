@@ -16,11 +16,16 @@ final class PostgresCoordination: StoreCoordination {
 
     let timeout: Duration
     private let connectionString: String
+    private let answerTimeout: Duration
     private let records: PostgresPool
     private let locks: PostgresPool
 
-    init(connectionString: String, records: PostgresPool, locks: PostgresPool, timeout: Duration) {
+    init(
+        connectionString: String, records: PostgresPool, locks: PostgresPool, timeout: Duration,
+        answerTimeout: Duration
+    ) {
         self.connectionString = connectionString
+        self.answerTimeout = answerTimeout
         self.records = records
         self.locks = locks
         self.timeout = timeout
@@ -54,7 +59,11 @@ final class PostgresCoordination: StoreCoordination {
                             do {
                                 _ = try connection.execute(
                                     "SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
-                                _ = try connection.execute("SELECT pg_advisory_xact_lock($1::bigint)", [key])
+                                // The server answers when the lock is had or `lock_timeout` passed: its answer is
+                                // late only past both.
+                                _ = try connection.execute(
+                                    "SELECT pg_advisory_xact_lock($1::bigint)", [key],
+                                    answerTimeout: remaining + connection.answerTimeout)
                             } catch {
                                 _ = try? connection.execute("ROLLBACK")
                                 throw error
@@ -107,7 +116,7 @@ final class PostgresCoordination: StoreCoordination {
 
     /// Listens on a connection of its own, on a thread of its own.
     func watchChanges(_ onChange: @escaping @Sendable (StoreChange) -> Void) -> (any StoreChangeWatch)? {
-        PostgresChangeListener(connectionString: connectionString, onChange: onChange)
+        PostgresChangeListener(connectionString: connectionString, answerTimeout: answerTimeout, onChange: onChange)
     }
 
     /// Closes the lock pool.

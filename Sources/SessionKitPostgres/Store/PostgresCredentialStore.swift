@@ -54,15 +54,21 @@ public final class PostgresCredentialStore: CredentialStore {
     ///   - poolSize: How many connections read and write records; as many again hold refresh locks, and one listens
     ///     for endings.
     ///   - lockTimeout: The bound on a wait for an account's lock (``StoreCoordination/timeout``).
+    ///   - answerTimeout: The longest a statement waits for the server's answer (beyond a lock wait): a database
+    ///     that accepted the connection and then went silent (a stopped machine, a partition without resets) makes
+    ///     the call fail with `storeUnavailable` after it, and the connection is replaced.
     /// - Returns: The store.
     /// - Throws: ``PostgresStoreError``: the server cannot be reached, refuses the credentials, the string cannot be
     ///   parsed, or the schema is of a newer version than this build knows.
     public static func connect(
-        to connectionString: String, poolSize: Int = 4, lockTimeout: Duration = .seconds(30)
+        to connectionString: String, poolSize: Int = 4, lockTimeout: Duration = .seconds(30),
+        answerTimeout: Duration = .seconds(10)
     ) async throws(PostgresStoreError) -> PostgresCredentialStore {
         let size = max(1, poolSize)
-        let records = PostgresPool(connectionString: connectionString, size: size, label: "records")
-        let locks = PostgresPool(connectionString: connectionString, size: size, label: "locks")
+        let records = PostgresPool(
+            connectionString: connectionString, size: size, label: "records", answerTimeout: answerTimeout)
+        let locks = PostgresPool(
+            connectionString: connectionString, size: size, label: "locks", answerTimeout: answerTimeout)
         do {
             try await records.withConnection { connection in try PostgresSchema.migrate(connection) }
         } catch {
@@ -71,7 +77,8 @@ public final class PostgresCredentialStore: CredentialStore {
             throw PostgresStoreError(starting: error)
         }
         let coordination = PostgresCoordination(
-            connectionString: connectionString, records: records, locks: locks, timeout: lockTimeout)
+            connectionString: connectionString, records: records, locks: locks, timeout: lockTimeout,
+            answerTimeout: answerTimeout)
         return PostgresCredentialStore(records: records, coordination: coordination)
     }
 
