@@ -102,14 +102,20 @@ struct PostgresSessionTests {
         }
     }
 
+    /// Two instances, and alice signed in on the first: her account, and the first instance's session of it.
+    static func aliceOnTheFirst(of mock: MockAuthorizationServer) async throws -> (Instances, Account, UserSession) {
+        let database = try await PostgresCredentialStoreTests.sharedDatabase()
+        let fleet = try await Self.instances(mock, database: database)
+        try mock.addUser("alice")
+        let alice = Account(issuer: mock.issuer, subject: "alice")
+        _ = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
+        let one = try #require(try await fleet.first.session(for: alice))
+        return (fleet, alice, one)
+    }
+
     @Test func aRefreshOnOneInstanceIsAdoptedByTheOther() async throws {
         try await MockAuthorizationServer.withRunning { mock in
-            let database = try await PostgresCredentialStoreTests.sharedDatabase()
-            let fleet = try await Self.instances(mock, database: database)
-            try mock.addUser("alice")
-            let alice = Account(issuer: mock.issuer, subject: "alice")
-            _ = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
-            let one = try #require(try await fleet.first.session(for: alice))
+            let (fleet, alice, one) = try await Self.aliceOnTheFirst(of: mock)
             let two = try #require(try await fleet.second.session(for: alice))
             mock.invalidateAccessTokens(for: "alice")
             let before = mock.tokenRequestCount
@@ -129,12 +135,7 @@ struct PostgresSessionTests {
     /// refresh token, not the retired one (reuse detection would sign the user out).
     @Test func aSessionEndedWhileItsTokenRequestIsOutLeavesTheRotationToTheOtherInstance() async throws {
         try await MockAuthorizationServer.withRunning { mock in
-            let database = try await PostgresCredentialStoreTests.sharedDatabase()
-            let fleet = try await Self.instances(mock, database: database)
-            try mock.addUser("alice")
-            let alice = Account(issuer: mock.issuer, subject: "alice")
-            _ = try await fleet.first.signIn(alice, tokens: try mock.issueTokens(for: "alice"))
-            let one = try #require(try await fleet.first.session(for: alice))
+            let (fleet, alice, one) = try await Self.aliceOnTheFirst(of: mock)
             let gate = Gate()
             mock.holdNext(.token, at: gate, afterProcessing: true)
             let caller = Task { try await one.refreshTokens() }

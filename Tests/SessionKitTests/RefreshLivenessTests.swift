@@ -213,6 +213,41 @@ import Testing
 
     // MARK: - A session ended while its token request is out
 
+    /// Alice's session on a manager over `store`, ended (`end()`, the record kept) while its refresh's token request
+    /// is held at the gate, the server having rotated: the state every test below starts from.
+    struct EndedWithRequestOut {
+        let gate = Gate()
+        let endpoint: ScriptedTokenEndpoint
+        let recorder = DiagnosticsTests.Recorder()
+        let store: any CredentialStore
+        let manager: SessionManager
+        let session: UserSession
+        /// What the caller that started the refresh was answered.
+        let callerError: SessionError?
+
+        init(store: any CredentialStore, endpoint: (Gate) -> ScriptedTokenEndpoint) async throws {
+            self.store = store
+            self.endpoint = endpoint(gate)
+            manager = SessionManager(
+                configuration: .init(
+                    store: store, tokenEndpoint: self.endpoint,
+                    sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
+            let session = try await manager.signIn(alice, tokens: tokens("alice"))
+            self.session = session
+            let caller = Task { try await session.refreshTokens() }
+            await gate.waitForArrivals(1)
+            session.end()
+            if case .failure(let error) = await caller.result { callerError = error as? SessionError } else {
+                callerError = nil
+            }
+        }
+
+        /// Whether the released request told `outcome`.
+        func told(_ outcome: String) -> Bool {
+            recorder.recorded.contains { $0.kind == .refreshStoredAfterEnd && $0.fields["outcome"] == outcome }
+        }
+    }
+
     /// A server that closes a user's session (`end()`, the record kept: an idle session dropped from memory, a
     /// process's visit done) while the refresh's token request is out: the server has rotated, so cancelling would
     /// leave the record holding the retired refresh token, and the account's next session would present it and
@@ -221,31 +256,19 @@ import Testing
     @Test(arguments: [false, true])
     func aSessionEndedWhileItsTokenRequestIsOutLeavesTheRotationInTheRecord(coordinated: Bool) async throws {
         try await TemporaryDirectory.with { directory in
-            let gate = Gate()
-            let endpoint = rotatingEndpoint(gate: gate)
-            let recorder = DiagnosticsTests.Recorder()
             let store: any CredentialStore =
                 coordinated ? try FileCredentialStore(directory: directory) : InMemoryCredentialStore()
-            let manager = SessionManager(
-                configuration: .init(
-                    store: store, tokenEndpoint: endpoint,
-                    sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
-            let session = try await manager.signIn(alice, tokens: tokens("alice"))
-            let caller = Task { try await session.refreshTokens() }
-            await gate.waitForArrivals(1)
-
-            session.end()
-            let error = await #expect(throws: SessionError.self) { try await caller.value }
-            #expect(error?.code == .sessionEnded, "the caller is answered at once, not when the request returns")
-            gate.open()
-            #expect(await manager.finishPendingWork(within: .seconds(20)).isEmpty)
+            let ended = try await EndedWithRequestOut(store: store, endpoint: rotatingEndpoint)
+            #expect(ended.callerError?.code == .sessionEnded, "the caller is answered at once, not at the answer")
+            ended.gate.open()
+            #expect(await ended.manager.finishPendingWork(within: .seconds(20)).isEmpty)
 
             #expect(try await store.load(for: alice)?.refreshToken == "r1", "the rotation is in the record")
-            #expect(session.tokens == nil, "and nothing of it reached the ended session")
-            #expect(recorder.recorded.contains { $0.kind == .refreshStoredAfterEnd && $0.fields["outcome"] == "stored" })
-            let next = try #require(try await manager.session(for: alice))
+            #expect(ended.session.tokens == nil, "and nothing of it reached the ended session")
+            #expect(ended.told("stored"))
+            let next = try #require(try await ended.manager.session(for: alice))
             try await next.refreshTokens()
-            #expect(endpoint.presented == ["refresh-alice", "r1"], "no refresh token presented twice")
+            #expect(ended.endpoint.presented == ["refresh-alice", "r1"], "no refresh token presented twice")
             #expect(next.isActive)
             #expect(try await store.load(for: alice)?.refreshToken == "r2")
             next.end()
@@ -255,50 +278,35 @@ import Testing
     /// The account's next session, loaded while a released request is out, waits for the request's write: with a
     /// store no lock guards, it would otherwise hold the retired refresh token and present it.
     @Test func theAccountsNextSessionWaitsForTheReleasedRequestsRotation() async throws {
-        let gate = Gate()
-        let endpoint = rotatingEndpoint(gate: gate)
-        let store: any CredentialStore = InMemoryCredentialStore()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
-        let session = try await manager.signIn(alice, tokens: tokens("alice"))
-        let caller = Task { try await session.refreshTokens() }
-        await gate.waitForArrivals(1)
-        session.end()
-        _ = await caller.result
+        let ended = try await EndedWithRequestOut(store: InMemoryCredentialStore(), endpoint: rotatingEndpoint)
+        let manager = ended.manager
         let load = Task { try await manager.session(for: alice) }
         let loadQueued = await eventually(within: .seconds(20)) { manager.vault.pending.operations >= 2 }
         #expect(loadQueued, "the load was never queued behind the released request")
-        gate.open()
+        ended.gate.open()
         let next = try #require(try await load.value)
         #expect(next.tokens?.refreshToken == "r1", "the next session holds the rotation, not the retired token")
-
         try await next.refreshTokens()
-        #expect(endpoint.presented == ["refresh-alice", "r1"])
+        #expect(ended.endpoint.presented == ["refresh-alice", "r1"])
         next.end()
         _ = await manager.finishPendingWork(within: .seconds(20))
-        #expect(try await store.load(for: alice)?.refreshToken == "r2")
+        #expect(try await ended.store.load(for: alice)?.refreshToken == "r2")
     }
 
     /// The deletion of an account's record asked for while a released request is out waits for the request's
     /// write and runs after it: the account ends signed out, not brought back by the late rotation.
     @Test func anAccountEndedWhileAReleasedRequestIsOutStaysEnded() async throws {
-        let gate = Gate()
-        let endpoint = rotatingEndpoint(gate: gate)
-        let store: any CredentialStore = InMemoryCredentialStore()
-        let manager = SessionManager(configuration: .init(store: store, tokenEndpoint: endpoint))
-        let session = try await manager.signIn(alice, tokens: tokens("alice"))
-        let caller = Task { try await session.refreshTokens() }
-        await gate.waitForArrivals(1)
-        session.end()
-        _ = await caller.result
+        let ended = try await EndedWithRequestOut(store: InMemoryCredentialStore(), endpoint: rotatingEndpoint)
+        let manager = ended.manager
         let ending = Task { await manager.endAccount(alice, because: AccountEnding("test_ended")) }
         let queued = await eventually(within: .seconds(20)) { manager.vault.pending.operations >= 2 }
         #expect(queued, "the ending's deletion was never queued")
-        gate.open()
+        ended.gate.open()
         let report = await ending.value
         #expect(report?.credentialDeletion == .succeeded)
         _ = await manager.finishPendingWork(within: .seconds(20))
-        #expect(try await store.load(for: alice) == nil, "ended, and no late write brought the record back")
-        #expect(endpoint.presented == ["refresh-alice"])
+        #expect(try await ended.store.load(for: alice) == nil, "ended, and no late write brought the record back")
+        #expect(ended.endpoint.presented == ["refresh-alice"])
     }
 
     /// A record deleted behind the store's back while a released request is out (another process whose lock wait
@@ -306,28 +314,14 @@ import Testing
     /// holds the refresh token the request presented.
     @Test func aRecordDeletedWhileAReleasedRequestIsOutIsNotBroughtBack() async throws {
         try await TemporaryDirectory.with { directory in
-            let gate = Gate()
-            let endpoint = rotatingEndpoint(gate: gate)
-            let recorder = DiagnosticsTests.Recorder()
-            let store = try FileCredentialStore(directory: directory)
-            let manager = SessionManager(
-                configuration: .init(
-                    store: store, tokenEndpoint: endpoint,
-                    sessionConfiguration: .init(diagnostics: recorder.diagnostics)))
-            let session = try await manager.signIn(alice, tokens: tokens("alice"))
-            let caller = Task { try await session.refreshTokens() }
-            await gate.waitForArrivals(1)
-            session.end()
-            _ = await caller.result
+            let ended = try await EndedWithRequestOut(
+                store: try FileCredentialStore(directory: directory), endpoint: rotatingEndpoint)
             // Another process's view of the same directory, deleting without the lock.
             try await FileCredentialStore(directory: directory, coordinatingProcesses: false).delete(for: alice)
-            gate.open()
-            _ = await manager.finishPendingWork(within: .seconds(20))
-            #expect(try await store.load(for: alice) == nil)
-            #expect(
-                recorder.recorded.contains {
-                    $0.kind == .refreshStoredAfterEnd && $0.fields["outcome"] == "record_changed"
-                })
+            ended.gate.open()
+            _ = await ended.manager.finishPendingWork(within: .seconds(20))
+            #expect(try await ended.store.load(for: alice) == nil)
+            #expect(ended.told("record_changed"))
         }
     }
 
