@@ -390,10 +390,12 @@ struct PostgresCredentialStoreTests {
         let answered = Lock(false)
         return await withCheckedContinuation { continuation in
             func answer(_ outcome: Result<Void, any Error>?) {
-                guard answered.withLock({ done in
-                    defer { done = true }
-                    return !done
-                }) else { return }
+                guard
+                    answered.withLock({ done in
+                        defer { done = true }
+                        return !done
+                    })
+                else { return }
                 continuation.resume(returning: outcome)
             }
             Task {

@@ -237,7 +237,9 @@ import Testing
             let caller = Task { try await session.refreshTokens() }
             await gate.waitForArrivals(1)
             session.end()
-            if case .failure(let error) = await caller.result { callerError = error as? SessionError } else {
+            if case .failure(let error) = await caller.result {
+                callerError = error as? SessionError
+            } else {
                 callerError = nil
             }
         }

@@ -352,7 +352,9 @@ import Testing
             }
             switch machine.sessionEnded(with: ended, keepingRecord: keepingRecord) {
             case .release(let handle, let error):
-                #expect(released, "released: sending \(sending), keeping \(keepingRecord), failure \(String(describing: failure))")
+                #expect(
+                    released,
+                    "released: sending \(sending), keeping \(keepingRecord), failure \(String(describing: failure))")
                 #expect(handle == "flight")
                 #expect(error == ended)
             case .cancel(let handle, let error):

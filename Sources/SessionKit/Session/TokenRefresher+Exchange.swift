@@ -26,7 +26,8 @@ extension TokenRefresher {
     ///     either leaves the loop guard's count (``RefreshStateMachine/flightSettled(_:outcome:reachedProvider:)``).
     /// - Returns: The access token obtained, or the error.
     func run(
-        _ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession, cause: String, sent: inout Bool
+        _ id: Machine.FlightID, presenting refreshToken: String, for session: UserSession, cause: String,
+        sent: inout Bool
     ) async -> Result<Obtained, SessionError> {
         var exchange = Machine.Exchange(presenting: refreshToken, retryPolicy: policy.retryPolicy)
         let store = session.vault?.store

@@ -134,10 +134,12 @@ extension PostgresConnection {
     /// wait sends the cancel again.
     private func sendCancel() {
         guard let handle, let canceller = PQgetCancel(handle) else { return }
-        guard cancelInFlight.withLock({ sending in
-            defer { sending = true }
-            return !sending
-        }) else {
+        guard
+            cancelInFlight.withLock({ sending in
+                defer { sending = true }
+                return !sending
+            })
+        else {
             PQfreeCancel(canceller)
             return
         }

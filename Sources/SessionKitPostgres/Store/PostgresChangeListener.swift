@@ -33,7 +33,8 @@ final class PostgresChangeListener: StoreChangeWatch {
         stopWrite = fds[1]
         let stopRead = fds[0]
         let thread = Thread {
-            Self.run(connectionString: connectionString, answerTimeout: answerTimeout, stop: stopRead, onChange: onChange)
+            Self.run(
+                connectionString: connectionString, answerTimeout: answerTimeout, stop: stopRead, onChange: onChange)
         }
         thread.name = "SessionKit.PostgresChangeListener"
         thread.start()
@@ -64,7 +65,8 @@ final class PostgresChangeListener: StoreChangeWatch {
         while true {
             guard let listening = connection else {
                 do {
-                    let opened = try PostgresConnection(connectionString: connectionString, answerTimeout: answerTimeout)
+                    let opened = try PostgresConnection(
+                        connectionString: connectionString, answerTimeout: answerTimeout)
                     _ = try opened.execute("LISTEN \(PostgresCoordination.channel)")
                     connection = opened
                     pause = .milliseconds(50)
