@@ -126,10 +126,13 @@ final class RotatingResource: Sendable {
             let refresh = Task { try await session.refreshTokens() }
             await gate.waitForArrivals(1)
             session.end()
-            try await vault.delete(for: alice)  // the purge, queued behind any admitted write
-            gate.open()
+            // The purge, queued behind any admitted write and behind the refresh `end()` released (its request was
+            // out): it runs once the answer is in.
+            let purge = Task { try await vault.delete(for: alice) }
             let error = await #expect(throws: SessionError.self) { try await refresh.value }
-            #expect(error?.code == .sessionEnded)
+            #expect(error?.code == .sessionEnded, "the caller is answered at the end, not at the answer")
+            gate.open()
+            try await purge.value
             #expect(try await store.load(for: alice) == nil)
             #expect(session.tokens == nil)
             await #expect(throws: SessionError.self) { try await session.data(for: get(server, "/me")) }

@@ -125,6 +125,9 @@ extension TokenRefresher {
                     return .failure(SessionError(.networkUnavailable, "token request failed: \(type(of: error))"))
                 }
             case .retry(let delay):
+                // A released flight sends nothing more (its session ended): no backoff for the account's queue to
+                // wait through.
+                if wasReleased(id) { return .failure(.endedDuringRefresh) }
                 do { try await clock.sleep(for: delay) } catch {
                     return .failure(SessionError(.sessionEnded, "the refresh was cancelled"))
                 }
