@@ -43,7 +43,7 @@ final class TokenRefresher: Sendable {
 
     /// The flight in progress, if any. Read outside the lock, a flight in progress always has its handle: it is
     /// launched in the critical section that starts it.
-    private var flight: Flight? { state.withLock { $0.flightHandle } }
+    private var flight: Flight? { withMachine { $0.flightHandle } }
 
     /// How many callers wait for the refresh in flight; 0 without one (for tests that order a join).
     var callersWaitingForFlight: Int { flight?.result.waiterCount ?? 0 }
@@ -79,7 +79,7 @@ final class TokenRefresher: Sendable {
         with error: SessionError = .endedDuringRefresh, keepingRecordOf kept: UserSession? = nil
     ) {
         let vault = kept?.vault
-        let action = state.withLock { $0.sessionEnded(with: error, keepingRecord: vault != nil) }
+        let action = withMachine { $0.sessionEnded(with: error, keepingRecord: vault != nil) }
         switch action {
         case .none:
             return
@@ -197,15 +197,21 @@ final class TokenRefresher: Sendable {
         }
     }
 
+    /// Runs `body` on the machine under its lock: every short question and answer to it goes through here (the need's
+    /// decision, which also reads the session and launches a flight, takes the lock in ``refresh(_:_:)``).
+    private func withMachine<Result>(_ body: (inout Machine) -> Result) -> Result {
+        state.withLock(body)
+    }
+
     /// Whether flight `id` may send its token request now (``RefreshStateMachine/sending(_:)``): `false` once the
     /// session ended.
     func maySend(_ id: Machine.FlightID) -> Bool {
-        state.withLock { $0.sending(id) }
+        withMachine { $0.sending(id) }
     }
 
     /// Whether flight `id` was released by an ending that kept the record (``RefreshStateMachine/isReleased(_:)``).
     func wasReleased(_ id: Machine.FlightID) -> Bool {
-        state.withLock { $0.isReleased(id) }
+        withMachine { $0.isReleased(id) }
     }
 
     /// Creates flight `id`'s task: it refreshes, commits to the session, then tells the machine, then resolves.
@@ -224,11 +230,11 @@ final class TokenRefresher: Sendable {
             // Settled before the owner hears of it, and finished after: the owner has reacted (ending the session,
             // purging its credentials) before anyone can start another refresh or see the error, and a session it
             // ends in reaction hands the waiters this error, not a generic `sessionEnded`.
-            let current = state.withLock { [sent] in $0.flightSettled(id, outcome: outcome, reachedProvider: sent) }
+            let current = withMachine { [sent] in $0.flightSettled(id, outcome: outcome, reachedProvider: sent) }
             if current, case .failure(let error) = outcome {
                 session.report(error.endsGrant ? .refreshRejected(error) : .refreshFailed(error))
             }
-            _ = state.withLock { $0.flightFinished(id) }
+            _ = withMachine { $0.flightFinished(id) }
             result.resolve(outcome.mapError { $0 })
         }
         return Flight(task: task, result: result)

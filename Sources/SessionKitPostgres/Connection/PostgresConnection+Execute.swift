@@ -1,6 +1,7 @@
 import CSessionKitPostgres
 import Foundation
 import SessionKit
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -134,12 +135,7 @@ extension PostgresConnection {
     /// wait sends the cancel again.
     private func sendCancel() {
         guard let handle, let canceller = PQgetCancel(handle) else { return }
-        guard
-            cancelInFlight.withLock({ sending in
-                defer { sending = true }
-                return !sending
-            })
-        else {
+        guard cancelInFlight.begin() else {
             PQfreeCancel(canceller)
             return
         }
@@ -183,12 +179,28 @@ extension PostgresConnection {
     }
 }
 
+/// Whether a connection's cancel is under way: shared by the connection and the cancel's thread, which may outlive
+/// it (a silent server holds `PQcancel` for ever), so it is an object of its own, not the connection.
+final class CancelInFlight: Sendable {
+    private let sending = Atomic(false)
+
+    /// Marks a cancel under way; `false` when one already is.
+    func begin() -> Bool {
+        sending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// The cancel under way has finished.
+    func end() {
+        sending.store(false, ordering: .releasing)
+    }
+}
+
 /// One `PQcancel` on a thread of its own, which owns the cancel object and frees it.
 private final class CancelSender: @unchecked Sendable {
     private let canceller: OpaquePointer
-    private let inFlight: Lock<Bool>
+    private let inFlight: CancelInFlight
 
-    init(canceller: OpaquePointer, inFlight: Lock<Bool>) {
+    init(canceller: OpaquePointer, inFlight: CancelInFlight) {
         self.canceller = canceller
         self.inFlight = inFlight
     }
@@ -197,6 +209,6 @@ private final class CancelSender: @unchecked Sendable {
         var message = [CChar](repeating: 0, count: 256)
         _ = PQcancel(canceller, &message, Int32(message.count))
         PQfreeCancel(canceller)
-        inFlight.withLock { $0 = false }
+        inFlight.end()
     }
 }

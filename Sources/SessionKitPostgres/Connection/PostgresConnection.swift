@@ -32,7 +32,7 @@ package final class PostgresConnection: @unchecked Sendable {
     /// ``answerTimeout`` unless a caller says otherwise.
     package static let defaultAnswerTimeout = Duration.seconds(10)
     /// Whether a cancel's thread is still waiting for the server (``sendCancel()`` sends one at a time).
-    let cancelInFlight = Lock(false)
+    let cancelInFlight = CancelInFlight()
     /// The pending cancel and its wake pipe; the lock lets ``cancel()`` run on any thread.
     let cancellation: Lock<Cancellation>
 
