@@ -5,7 +5,8 @@ import Foundation
 ///
 /// The credential store is PostgreSQL when a connection string is given, by `--postgres` or, better (a command line
 /// is visible to every user of the machine), by `SESSIONKIT_BFF_DATABASE`; else a `FileCredentialStore` in the
-/// state directory, which coordinates the instances of one machine only.
+/// state directory, which coordinates the instances of one machine only. The pending sign-ins and the cookie table
+/// follow the store: tables in the database (``DatabaseTables``), or files in the state directory.
 ///
 /// There is no `--port`: ``LocalServer`` listens on a port the system picks, printed as `listening <port>` once the
 /// server is ready; a load balancer's configuration is written after that.

@@ -1,8 +1,9 @@
 import Foundation
 import SessionKit
 
-/// The two small tables every instance reads and writes, as files in a directory they share: pending sign-ins and
-/// the cookie table. A deployment on several machines keeps them in its database beside the credential records.
+/// The two small tables every instance reads and writes: pending sign-ins and the cookie table. With a PostgreSQL
+/// store they are tables in the same database (``DatabaseTables``), so instances on several machines share them;
+/// otherwise files in a directory the instances of one machine share.
 ///
 /// Both must be shared: the callback of a sign-in begun on one instance may reach any other (the load balancer
 /// knows no user yet), and a cookie set by one instance comes back to all of them. Each entry is named by the
@@ -14,21 +15,36 @@ struct SharedTables: Sendable {
 
     private let pending: URL
     private let cookies: URL
+    /// The database's tables, when the instances share a database; the files are not used then.
+    private let database: DatabaseTables?
 
     /// Opens (and creates) the tables under `directory`.
     init(directory: URL) throws {
         pending = directory.appendingPathComponent("pending-sign-ins", isDirectory: true)
         cookies = directory.appendingPathComponent("cookies", isDirectory: true)
+        database = nil
         for folder in [pending, cookies] {
             try FileManager.default.createDirectory(
                 at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
     }
 
+    /// Opens (and creates) the tables in the PostgreSQL database of `connectionString`.
+    init(database connectionString: String) throws {
+        pending = URL(fileURLWithPath: "/nonexistent")
+        cookies = pending
+        database = try DatabaseTables(connectionString: connectionString)
+    }
+
     // MARK: Pending sign-ins
 
     /// Keeps a pending sign-in (the encoded ``AuthorizationRequest``, its PKCE verifier with it) under its state.
     func savePendingSignIn(_ request: AuthorizationRequest) throws {
+        if let database {
+            return try database.savePendingSignIn(
+                String(decoding: try JSONEncoder().encode(request), as: UTF8.self),
+                state: Digest.sha256Hex(request.state))
+        }
         sweepPendingSignIns()
         try write(JSONEncoder().encode(request), to: pending.appendingPathComponent(Digest.sha256Hex(request.state)))
     }
@@ -36,6 +52,10 @@ struct SharedTables: Sendable {
     /// Takes the pending sign-in of `state`, once: the first callback with it, on any instance, gets it, and it is
     /// gone for every later one. `nil` for a state no instance issued, one already used, or one too old.
     func takePendingSignIn(state: String) -> AuthorizationRequest? {
+        if let database {
+            guard let text = database.takePendingSignIn(state: Digest.sha256Hex(state)) else { return nil }
+            return try? JSONDecoder().decode(AuthorizationRequest.self, from: Data(text.utf8))
+        }
         let file = pending.appendingPathComponent(Digest.sha256Hex(state))
         // A rename is atomic: of two callbacks with one state, exactly one finds the file.
         let claimed = pending.appendingPathComponent(".taken-\(Digest.randomOpaqueValue())")
@@ -64,11 +84,19 @@ struct SharedTables: Sendable {
 
     /// Records that `cookie` stands for `account`.
     func remember(_ cookie: String, for account: Account) throws {
+        if let database {
+            return try database.remember(
+                Digest.sha256Hex(cookie), account: String(decoding: try JSONEncoder().encode(account), as: UTF8.self))
+        }
         try write(JSONEncoder().encode(account), to: cookies.appendingPathComponent(Digest.sha256Hex(cookie)))
     }
 
     /// The account `cookie` stands for, or `nil` for a cookie no instance set (or one signed out).
     func account(for cookie: String) -> Account? {
+        if let database {
+            guard let text = database.account(for: Digest.sha256Hex(cookie)) else { return nil }
+            return try? JSONDecoder().decode(Account.self, from: Data(text.utf8))
+        }
         guard let data = try? Data(contentsOf: cookies.appendingPathComponent(Digest.sha256Hex(cookie))) else {
             return nil
         }
@@ -77,6 +105,7 @@ struct SharedTables: Sendable {
 
     /// Forgets `cookie`.
     func forget(_ cookie: String) {
+        if let database { return database.forget(Digest.sha256Hex(cookie)) }
         try? FileManager.default.removeItem(at: cookies.appendingPathComponent(Digest.sha256Hex(cookie)))
     }
 

@@ -64,6 +64,19 @@ struct ExampleBFFTests {
             #expect(tokens.count >= 2, "the shared record holds the access and refresh tokens")
             for token in tokens { #expect(!cookie.contains(token) && !token.contains(cookie)) }
             #expect(cookie.split(separator: ".").count == 1, "a JWT has three dot-separated parts")
+            if let database = fleet.database {
+                // Instances on several machines share no directory: the cookie table is the database's, and it holds
+                // the cookie's hash, never the cookie.
+                let hashes = try await LoopbackPostgres.onThread {
+                    let connection = try PostgresConnection(connectionString: database)
+                    defer { connection.close() }
+                    return try connection.execute("SELECT cookie_hash FROM bff_cookies").rows.compactMap {
+                        $0.first ?? nil
+                    }
+                }
+                #expect(hashes.count == 1 && !hashes.contains(cookie))
+                #expect(!FileManager.default.fileExists(atPath: fleet.shared.appendingPathComponent("cookies").path))
+            }
             #expect(cookie.count == 43)
             for port in fleet.instancePorts { #expect(try await fleet.liveSessions(port: port) == 1) }
 
@@ -146,6 +159,11 @@ struct Fleet {
     let instancePorts: [Int]
     /// The store the instances share, opened by the test to read what they keep.
     let store: any CredentialStore
+    /// The directory the instances share.
+    let shared: URL
+    /// The database's connection string, for the PostgreSQL store: the pending sign-ins and the cookie table are
+    /// its tables then.
+    var database: String?
 
     func url(_ path: String, port: Int? = nil) -> URL {
         URL(string: "http://127.0.0.1:\(port ?? nginxPort)\(path)")!
@@ -174,16 +192,20 @@ struct Fleet {
             return try await withRunning(server, database: nil) { ports, shared in
                 let store = try FileCredentialStore(
                     directory: shared.appendingPathComponent("credentials"), coordinatingProcesses: false)
-                try await body(Fleet(nginxPort: ports.nginx, instancePorts: ports.instances, store: store))
+                try await body(
+                    Fleet(nginxPort: ports.nginx, instancePorts: ports.instances, store: store, shared: shared))
             }
         }
         try await LoopbackPostgres.withRunning { cluster in
             // The connection string holds the password: the instances get it in their environment, never on a
             // command line.
-            try await withRunning(server, database: cluster.connectionString) { ports, _ in
+            try await withRunning(server, database: cluster.connectionString) { ports, shared in
                 let store = try await PostgresCredentialStore.connect(to: cluster.connectionString)
                 defer { store.close() }
-                try await body(Fleet(nginxPort: ports.nginx, instancePorts: ports.instances, store: store))
+                try await body(
+                    Fleet(
+                        nginxPort: ports.nginx, instancePorts: ports.instances, store: store, shared: shared,
+                        database: cluster.connectionString))
             }
         }
     }
