@@ -13,27 +13,23 @@ struct SharedTables: Sendable {
     /// How long a sign-in may take between the redirect and the callback.
     static let pendingLifetime: TimeInterval = 600
 
+    /// The folders of the two tables under the shared directory; unused with a database.
     private let pending: URL
     private let cookies: URL
-    /// The database's tables, when the instances share a database; the files are not used then.
+    /// The database's tables, when the instances share a database.
     private let database: DatabaseTables?
 
-    /// Opens (and creates) the tables under `directory`.
-    init(directory: URL) throws {
+    /// Opens (and creates) the tables under `directory`, or, given a connection string, in that PostgreSQL
+    /// database (the directory is then not touched).
+    init(directory: URL, database connectionString: String? = nil) throws {
         pending = directory.appendingPathComponent("pending-sign-ins", isDirectory: true)
         cookies = directory.appendingPathComponent("cookies", isDirectory: true)
-        database = nil
+        database = try connectionString.map { try DatabaseTables(connectionString: $0) }
+        guard database == nil else { return }
         for folder in [pending, cookies] {
             try FileManager.default.createDirectory(
                 at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-    }
-
-    /// Opens (and creates) the tables in the PostgreSQL database of `connectionString`.
-    init(database connectionString: String) throws {
-        pending = URL(fileURLWithPath: "/nonexistent")
-        cookies = pending
-        database = try DatabaseTables(connectionString: connectionString)
     }
 
     // MARK: Pending sign-ins

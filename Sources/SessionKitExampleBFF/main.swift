@@ -34,7 +34,7 @@ do {
         provider: OpenIDProvider(configuration: .init(issuer: options.issuer, clientID: options.clientID)),
         redirectURI: options.redirectURI,
         userinfo: options.userinfo ?? options.issuer.appendingPathComponent("userinfo/"),
-        tables: try options.database.map { try SharedTables(database: $0) } ?? SharedTables(directory: shared),
+        tables: try SharedTables(directory: shared, database: options.database),
         dataDirectory: own)
     // Finishes a sign-out this instance was killed in the middle of, before anything authenticates.
     await sessions.manager.restore()

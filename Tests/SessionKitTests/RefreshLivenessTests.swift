@@ -327,6 +327,19 @@ import Testing
         }
     }
 
+    /// A store that refuses the released request's write (a locked keyring) loses nothing else: the record keeps
+    /// what it held, the refusal is told, and nothing of the rotation reaches the ended session.
+    @Test func aReleasedRequestsWriteThatTheStoreRefusesIsToldAndChangesNothing() async throws {
+        let store = SaveRefusingStore()
+        let ended = try await EndedWithRequestOut(store: store, endpoint: rotatingEndpoint)
+        store.refusesSaves.withLock { $0 = true }
+        ended.gate.open()
+        _ = await ended.manager.finishPendingWork(within: .seconds(20))
+        #expect(try await store.load(for: alice)?.refreshToken == "refresh-alice")
+        #expect(ended.told("failed (storageFailure)"))
+        #expect(ended.session.tokens == nil)
+    }
+
     /// A new sign-in of the account replaces its record: the replaced session's refresh in flight is cancelled,
     /// and the record holds the new sign-in's grant, not a rotation of the old one.
     @Test func aNewSignInCancelsTheReplacedSessionsRefreshAndKeepsItsOwnRecord() async throws {
