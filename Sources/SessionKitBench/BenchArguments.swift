@@ -20,7 +20,7 @@ struct BenchArguments: Equatable {
     /// The usage line.
     static let usage =
         "usage: sessionkit-bench [--json] [--only <name prefix>]\n"
-        + "       sessionkit-bench --profile <session|raw|raw-handler|raw-immediate|cache-hit> [--requests <n>] [--url <server>]\n"
+        + "       sessionkit-bench --profile <session|raw|raw-handler|raw-immediate|cache-hit|curl|easy> [--requests <n>] [--url <server>]\n"
         + "       sessionkit-bench --serve   (used by the bench itself: its request server, out of process)"
 
     /// Why a command line was refused.

@@ -1,5 +1,6 @@
 import Foundation
 import SessionKit
+import SessionKitOAuth
 import SessionKitTesting
 
 #if canImport(FoundationNetworking)
@@ -28,6 +29,10 @@ enum ProfileLoop {
         case rawImmediate = "raw-immediate"
         /// `UserSession.data(for:)` answered by the session's cache (`max-age=60`).
         case cacheHit = "cache-hit"
+        /// The libcurl transport's `CurlClient.data(for:)` alone, `Authorization` set by hand (Linux).
+        case curl
+        /// One raw libcurl easy handle, `curl_easy_perform` on one thread: the floor under `curl` (Linux).
+        case easy
     }
 
     /// Runs the loop on the cooperative pool while the main thread waits, and returns the exit status.
@@ -92,6 +97,28 @@ enum ProfileLoop {
                     throw BenchError("raw URLSession got an unexpected answer")
                 }
             }
+        case .curl, .easy:
+            #if os(Linux)
+                var request = URLRequest(url: url)
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                let authorized = request
+                if variant == .easy {
+                    // One call sends the whole count on a thread of its own, as the bench's easy callers do.
+                    let count = requests
+                    let start = ContinuousClock.now
+                    try await EasyCallers.run(authorized, callers: 1, requestsEach: count + 50)
+                    let perRequest = Statistics.microseconds(ContinuousClock.now - start) / Double(count + 50)
+                    BenchLog.note("profile easy: \(count + 50) requests, \(BenchLog.rounded(perRequest, 1)) µs each")
+                    return
+                }
+                let curl = CurlClient()
+                send = {
+                    let (_, response) = try await curl.data(for: authorized)
+                    guard response.statusCode == 200 else { throw BenchError("CurlClient got \(response.statusCode)") }
+                }
+            #else
+                throw BenchError("the libcurl variants are Linux's")
+            #endif
         case .rawHandler, .rawImmediate:
             send = {
                 var request = URLRequest(url: url)

@@ -59,7 +59,7 @@ enum SessionBenchmarks {
                 unit: "KiB resident per live session (1,000 alive)"),
             BenchResult(
                 name: "session.descriptors", value: Statistics.median(descriptors),
-                unit: "open file descriptors per live session (libcurl multi handle)"),
+                unit: "open file descriptors per live session (a URLSession's libcurl multi handle; none on libcurl)"),
         ]
     }
 }

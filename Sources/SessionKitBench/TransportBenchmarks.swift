@@ -27,7 +27,48 @@
             Benchmark(resultNames: ratioNames, run: { try await ratios() }),
             Benchmark(resultNames: churnNames, run: { try await churn() }),
             Benchmark(resultNames: sessionChurnNames, run: { try await sessionChurn() }),
+            Benchmark(resultNames: floorNames, run: { try await floor() }),
         ]
+
+        private static let floorNames = ["transport.floor.response.microseconds", "transport.floor.hop.microseconds"]
+
+        /// What every request on the transport pays and a raw easy handle does not, each alone, median of 7 runs of
+        /// 20,000: `response`, Foundation making the `HTTPURLResponse` of nginx's head for `/me` (what
+        /// ``CurlAnswer/response()`` does once per request); `hop`, a task handing work to the loop and being resumed
+        /// by it (the two thread hops of every request, with nothing sent). `vs_easy` cannot pass 35 µs ÷ (35 µs + these)
+        /// against nginx whatever the transport does between them.
+        private static func floor() async throws -> [BenchResult] {
+            let url = URL(string: "http://127.0.0.1/me")!
+            let head = [
+                ("Server", "nginx/1.22.1"), ("Date", "Sun, 06 Dec 2026 12:00:00 GMT"),
+                ("Content-Type", "application/json"), ("Content-Length", "60"), ("Connection", "keep-alive"),
+                ("Cache-Control", "no-store"),
+            ]
+            let count = 20_000
+            var response = [Double]()
+            var hop = [Double]()
+            for _ in 0..<7 {
+                var start = ContinuousClock.now
+                for _ in 0..<count {
+                    let answer = CurlAnswer(data: Data(), url: url, status: 200, version: "HTTP/1.1", fields: head)
+                    guard answer.response()?.statusCode == 200 else { throw BenchError("no response was made") }
+                }
+                response.append(Statistics.microseconds(ContinuousClock.now - start) / Double(count))
+                start = ContinuousClock.now
+                for _ in 0..<count {
+                    await withCheckedContinuation { continuation in CurlClient.onLoop { continuation.resume() } }
+                }
+                hop.append(Statistics.microseconds(ContinuousClock.now - start) / Double(count))
+            }
+            return [
+                BenchResult(
+                    name: "transport.floor.response.microseconds", value: Statistics.median(response),
+                    unit: "µs per HTTPURLResponse (nginx's head, 6 fields)"),
+                BenchResult(
+                    name: "transport.floor.hop.microseconds", value: Statistics.median(hop),
+                    unit: "µs per hand-over to the loop and back"),
+            ]
+        }
 
         private static let sessionChurnNames = [
             "transport.sessions.descriptors_kept", "transport.sessions.heap_growth_kib",
@@ -404,7 +445,7 @@
     }
 
     /// Raw libcurl easy handles, each caller a thread of its own with one handle for all its requests.
-    private enum EasyCallers {
+    enum EasyCallers {
         static func run(_ request: URLRequest, callers: Int, requestsEach: Int) async throws {
             let url = request.url!.absoluteString
             let authorization = "Authorization: " + (request.value(forHTTPHeaderField: "Authorization") ?? "")

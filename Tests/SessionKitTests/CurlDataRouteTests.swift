@@ -28,6 +28,24 @@
             #expect(session.curl != nil)
         }
 
+        /// A session on libcurl makes no `URLSession`: FoundationNetworking's would hold the two descriptors of its
+        /// multi handle for as long as the session lives, 400 for these 200 (and the OAuth client's its own). The bound
+        /// leaves room for what other tests open meanwhile in a parallel run.
+        @Test func aSessionOnLibcurlHoldsNoURLSessionNorItsDescriptors() throws {
+            let before = try #require(RawHTTPClient.openDescriptorCount())
+            let sessions = (0..<200).map { _ in Self.session() }
+            defer { for session in sessions { session.end() } }
+            let after = try #require(RawHTTPClient.openDescriptorCount())
+            #expect(sessions.allSatisfy { $0.urlSession == nil && $0.curl != nil })
+            #expect(after - before < 100, "\(after - before) descriptors for 200 idle sessions")
+            if TransportChoice.process == .libcurl {
+                let client = OAuthClient(
+                    configuration: .init(
+                        tokenEndpoint: URL(string: "https://curl.sessionkit.invalid/token")!, clientID: "app"))
+                #expect(client.transport.session == nil)
+            }
+        }
+
         /// A cookie the server sets is kept in the session's jar and sent back, after the request's own `Cookie`;
         /// another session's jar never has it.
         @Test func cookiesAreKeptInTheSessionsJarAndSentBack() async throws {

@@ -125,15 +125,15 @@ import Testing
     @Test func aSubSecondTimeoutIsRoundedUpToWholeSecondsForURLSession() {
         let session = UserSession(
             account: alice, tokens: tokens("alice"),
-            configuration: UserSession.Configuration(requestTimeout: .milliseconds(300)))
+            configuration: UserSession.Configuration(requestTimeout: .milliseconds(300)).onURLSession)
         defer { session.end() }
         #if canImport(FoundationNetworking)
             #expect(Duration.milliseconds(300).urlSessionTimeout == 1)
             #expect(Duration.milliseconds(1500).urlSessionTimeout == 2)
             #expect(Duration.seconds(30).urlSessionTimeout == 30)
-            #expect(session.urlSession.configuration.timeoutIntervalForRequest == 1)
+            #expect(session.urlSession?.configuration.timeoutIntervalForRequest == 1)
         #else
-            #expect(session.urlSession.configuration.timeoutIntervalForRequest == 0.3)
+            #expect(session.urlSession?.configuration.timeoutIntervalForRequest == 0.3)
         #endif
     }
 

@@ -9,7 +9,9 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite(.timeLimit(.minutes(TimeLimit.ordinary))) struct RequestHandleTests {
+// Serialized: several of its tests hold FoundationNetworking's one work queue (``WorkQueueHold``), which every
+// URLSession of the process shares; two holds at once wait on each other, and a test's bound then measures the other.
+@Suite(.serialized, .timeLimit(.minutes(TimeLimit.ordinary))) struct RequestHandleTests {
     /// `end()` may reach a request between the creation of its task and its start: it must then never start.
     @Test func aRequestCancelledBeforeItStartsNeverStarts() async throws {
         try await LocalServer.withRunning { server async throws in
@@ -109,16 +111,18 @@ import Testing
         /// of a cancellation run too, so a cancellation cannot race it; and no operation queue's thread is woken
         /// for each answer. What the session's URLSession is given as its delegate queue runs what it gets before
         /// returning, on the caller's thread, and the session has an `endings` queue for its cancellations.
-        @Test func aDataRequestsCompletionRunsWhereItsURLSessionFinishedIt() {
-            let session = UserSession(account: alice, tokens: tokens("alice"))
+        @Test func aDataRequestsCompletionRunsWhereItsURLSessionFinishedIt() throws {
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"), configuration: UserSession.Configuration().onURLSession)
             defer { session.end() }
+            let urlSession = try #require(session.urlSession)
             let caller = pthread_self()
             let ran = Lock<pthread_t?>(nil)
-            session.urlSession.delegateQueue.addOperation { ran.withLock { $0 = pthread_self() } }
+            urlSession.delegateQueue.addOperation { ran.withLock { $0 = pthread_self() } }
             let thread = ran.withLock { $0 }
             #expect(
                 thread.map { pthread_equal($0, caller) != 0 } == true, "it would wait for an operation queue's thread")
-            #expect(session.urlSession.endings != nil, "its cancellations would not leave the caller's thread")
+            #expect(urlSession.endings != nil, "its cancellations would not leave the caller's thread")
         }
 
         /// A caller's cancellation never waits for FoundationNetworking's work queue: in 6.3 `cancel()` waits for
@@ -208,8 +212,9 @@ import Testing
         /// held (as by a request creating its task), the session's `endings` queue stops before invalidating; once
         /// the lock is let go it invalidates, and refuses every later creation.
         @Test func theURLSessionIsInvalidatedOnlyAfterATaskBeingCreatedIsCreated() async throws {
-            let session = UserSession(account: alice, tokens: tokens("alice"))
-            let endings = try #require(session.urlSession.endings)
+            let session = UserSession(
+                account: alice, tokens: tokens("alice"), configuration: UserSession.Configuration().onURLSession)
+            let endings = try #require(session.urlSession?.endings)
             let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
             Thread {
                 session.creation.withSharedLock { _ in
@@ -292,21 +297,22 @@ import Testing
                 holding.signal()
                 held.wait()
             }.resume()
+            let (done, timedOut) = (hold.done, hold.timedOut)
+            // One thread both reports the hold and lets it go, never waiting for Swift's cooperative pool: in a
+            // parallel run other tests' `URLSession.data(for:)` calls wait for the held queue on the pool's threads,
+            // and a release that needed the pool to start would then never come (a hang seen with two cores).
             await withCheckedContinuation { (taken: CheckedContinuation<Void, Never>) in
                 Thread {
                     holding.wait()
                     taken.resume()
+                    let late = event.wait(timeout: .now() + 1) == .timedOut
+                    timedOut.withLock { $0 = late }
+                    held.signal()
+                    if late { event.wait() }
+                    urlSession.finishTasksAndInvalidate()
+                    done.signal()
                 }.start()
             }
-            let (done, timedOut) = (hold.done, hold.timedOut)
-            Thread {
-                let late = event.wait(timeout: .now() + 1) == .timedOut
-                timedOut.withLock { $0 = late }
-                held.signal()
-                if late { event.wait() }
-                urlSession.finishTasksAndInvalidate()
-                done.signal()
-            }.start()
             return hold
         }
 

@@ -59,13 +59,13 @@ import Testing
                 }
                 let session = UserSession(
                     account: alice, tokens: tokens("alice"),
-                    configuration: UserSession.Configuration(retryPolicy: .never))
+                    configuration: UserSession.Configuration(retryPolicy: .never).onURLSession)
                 let load = Task { try await session.data(for: get(server, "/held")) }
                 await answer.waitForArrivals(1)
 
                 let endingsHeld = DispatchSemaphore(value: 0)
                 defer { endingsHeld.signal() }
-                try #require(session.urlSession.endings).async { endingsHeld.wait() }
+                try #require(session.urlSession?.endings).async { endingsHeld.wait() }
                 session.end()
                 answer.open()
                 let error = await #expect(throws: SessionError.self) { try await load.value }
@@ -89,10 +89,11 @@ import Testing
             }
             var configuration = UserSession.Configuration(retryPolicy: .never)
             configuration.beforeStart = { session in
-                if let endings = session.urlSession.endings {
+                // On libcurl there is no URLSession to hold: the transfer is never handed to the loop.
+                if let endings = session.urlSession?.endings {
                     endings.async { delegateQueueHeld.wait() }
                 } else {
-                    session.urlSession.delegateQueue.addOperation { delegateQueueHeld.wait() }
+                    session.urlSession?.delegateQueue.addOperation { delegateQueueHeld.wait() }
                 }
                 session.end()
             }
@@ -192,10 +193,16 @@ import Testing
             a.end()
             b.end()
         }
-        let storageA = try #require(a.urlSession.configuration.httpCookieStorage)
-        let storageB = try #require(b.urlSession.configuration.httpCookieStorage)
+        let storageA = try #require(a.cookies)
+        let storageB = try #require(b.cookies)
         #expect(storageA !== storageB)
         #expect(storageA !== HTTPCookieStorage.shared)
+        // On the URLSession route the session's URLSession keeps its cookies in that same jar, which `end()` empties.
+        let routed = UserSession(
+            account: carol, tokens: tokens("carol"), configuration: UserSession.Configuration().onURLSession)
+        defer { routed.end() }
+        #expect(try #require(routed.urlSession).configuration.httpCookieStorage === routed.cookies)
+        #expect(routed.cookies != nil && routed.cookies !== storageA)
         let cookie = try #require(
             HTTPCookie(properties: [.domain: "127.0.0.1", .path: "/", .name: "sid", .value: "alice"]))
         storageA.setCookie(cookie)

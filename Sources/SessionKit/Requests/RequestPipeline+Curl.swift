@@ -14,28 +14,25 @@
             let transfer = try prepare(request, on: curl, upload: nil, deadlines: configuration.requestTimeout)
             let handle = RequestHandle()
             var id: Int?
-            let answered: DataCompletion
+            let collected: CurlAnswer
             do {
-                answered = try await withTaskCancellationHandler {
+                collected = try await withTaskCancellationHandler {
                     try await withUnsafeThrowingContinuation { continuation in
-                        let answer = TaskAnswer<DataCompletion>(handle, continuation)
+                        let answer = TaskAnswer<CurlAnswer>(handle, continuation)
                         configuration.beforeStart?(self)
                         // Registered as the last check before the start: either `end()` takes this transfer with the
                         // others and answers it, or the session had ended and it is never started.
-                        id =
-                            lifetime(.register(InFlightRequest(sessionTask: nil, transfer: transfer, answer: answer)))
-                            .id
+                        let entry = InFlightRequest(sessionTask: nil, transfer: transfer, collected: answer)
+                        id = lifetime(.register(entry)).id
                         guard id != nil else {
                             answer.resume(throwing: SessionError.ended)
                             return
                         }
-                        curl.start(transfer) { result in
+                        // On the loop's thread only the hand-over: the response, its cookies and whether the
+                        // cache may keep it are worked out below, on the caller's thread (``CurlAnswer``).
+                        curl.startCollecting(transfer) { result in
                             switch result {
-                            case .success(let (data, response)):
-                                self.keepCookies(of: response)
-                                let storable = judgingStorability && ResponseCache.mayStore(response)
-                                answer.resume(
-                                    returning: DataCompletion(data: data, response: response, storable: storable))
+                            case .success(let collected): answer.resume(returning: collected)
                             case .failure(let error):
                                 answer.resume(throwing: TransportFailure(underlying: error, request: request))
                             }
@@ -48,7 +45,16 @@
                 if let id { lifetime(.forget(id)) }
                 throw error
             }
-            return try handOver(answered, registeredAs: id)
+            guard let response = collected.response() else {
+                if let id { lifetime(.forget(id)) }
+                throw TransportFailure(underlying: URLError(.badServerResponse), request: request)
+            }
+            // Kept only while the session is active: `handOver` refuses the answer of an ended session, and its jar
+            // was emptied by `end()`, which must stay empty.
+            if isActive { keepCookies(of: response) }
+            let storable = judgingStorability && ResponseCache.mayStore(response)
+            return try handOver(
+                DataCompletion(data: collected.data, response: response, storable: storable), registeredAs: id)
         }
 
         /// Makes a transfer for `request` on the session's client, carrying the session's cookies.
@@ -67,7 +73,7 @@
             _ request: URLRequest, on curl: CurlClient, upload: CurlUpload?, deadlines whole: Duration? = nil
         ) throws -> CurlTransferHandle {
             var outgoing = request
-            if let jar = urlSession.configuration.httpCookieStorage, let url = request.url,
+            if let jar = cookies, let url = request.url,
                 let cookies = jar.cookies(for: url), !cookies.isEmpty,
                 let stored = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"]
             {
@@ -86,9 +92,11 @@
 
         /// Keeps the cookies `response` sets in the session's jar.
         func keepCookies(of response: HTTPURLResponse) {
-            guard let jar = urlSession.configuration.httpCookieStorage, let url = response.url,
+            // The field looked for without Foundation's case-insensitive compare, which costs about a microsecond a
+            // field, on every answer.
+            guard let jar = cookies, let url = response.url,
                 let fields = response.allHeaderFields as? [String: String],
-                fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame })
+                fields.keys.contains(where: { $0.utf8.count == 10 && $0.lowercased() == "set-cookie" })
             else { return }
             let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
             jar.setCookies(cookies, for: url, mainDocumentURL: nil)
@@ -121,7 +129,7 @@
                         },
                         data: events.data ?? { _ in },
                         sent: events.sent)
-                    curl.start(transfer, streaming: streaming) { result in
+                    curl.startCollecting(transfer, streaming: streaming) { result in
                         if case .failure(let error) = result {
                             events.completed(error)
                         } else {

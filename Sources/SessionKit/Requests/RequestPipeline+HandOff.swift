@@ -70,7 +70,7 @@ extension UserSession {
                 // Made with no lock held, and offered: a racer's spare, or one made after the end, is invalidated.
                 let configuration = URLSessionConfiguration.ephemeral
                 configuration.urlCache = nil
-                configuration.httpCookieStorage = urlSession.configuration.httpCookieStorage
+                configuration.httpCookieStorage = cookies
                 // It follows no redirect itself: `sendHandedOff` judges every hop.
                 let session = URLSession(
                     configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)

@@ -26,7 +26,7 @@ extension UserSession {
         case .make: break
         }
         let made = TransferSession(
-            cookies: urlSession.configuration.httpCookieStorage,
+            cookies: cookies,
             idleTimeout: configuration.requestTimeout.urlSessionTimeout
         )
         guard case .offeredTransfers(let offer) = lifetime(.offerTransfers(made)) else { return nil }

@@ -350,10 +350,13 @@ extension UserSession {
     private func send(_ request: URLRequest, judgingStorability: Bool) async throws -> (
         DataCompletion, HTTPURLResponse
     ) {
+        let urlSession: URLSession
+        switch route {
+        case .urlSession(let made): urlSession = made
         #if os(Linux)
-            if let curl { return try await send(request, on: curl, judgingStorability: judgingStorability) }
+            case .curl(let curl): return try await send(request, on: curl, judgingStorability: judgingStorability)
         #endif
-        let urlSession = urlSession
+        }
         var id: Int?
         let answered: DataCompletion
         do {

@@ -412,11 +412,22 @@ extension SessionError {
 struct InFlightRequest: Sendable, CarriesSessionTask {
     /// Its URLSession task, when it runs on the session's URLSession.
     let sessionTask: URLSessionTask?
+    /// Its caller, on the URLSession route.
+    var answer: TaskAnswer<DataCompletion>? = nil
     #if os(Linux)
         /// Its libcurl transfer, when it runs on the session's libcurl client.
         var transfer: CurlTransferHandle? = nil
+        /// Its caller, on the libcurl route: answered with the answer as collected (``CurlAnswer``).
+        var collected: TaskAnswer<CurlAnswer>? = nil
     #endif
-    let answer: TaskAnswer<DataCompletion>
+
+    /// Answers the caller with `sessionEnded`, unless it was answered already.
+    func answerEnded() {
+        answer?.resume(throwing: SessionError.ended)
+        #if os(Linux)
+            collected?.resume(throwing: SessionError.ended)
+        #endif
+    }
 }
 
 /// What one data task's completion handler answers: the body, the response, and whether the cache may store it.

@@ -10,8 +10,9 @@ import SessionKitOAuth
 ///
 /// Every request goes through the session and carries this session's token, never "the current token".
 /// ``end()`` flips ``isActive`` once and for all, cancels every request in flight, invalidates the session's
-/// own `URLSession`, drops its cache and cookies and forgets its tokens. After that, the session starts no
-/// request and stores no credential: a request is refused with ``SessionError/Code/sessionEnded``.
+/// own `URLSession` (on Linux's default transport, closes its own libcurl client), drops its cache and cookies and
+/// forgets its tokens. After that, the session starts no request and stores no credential: a request is refused
+/// with ``SessionError/Code/sessionEnded``.
 ///
 /// A re-login of the same account creates a new session object: compare sessions by identity (`===`), never by
 /// account, when deciding whether a result may be committed.
@@ -30,12 +31,12 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     public let configuration: Configuration
     /// The session's private HTTP cache (<doc:Caching>): no other session can read it, and ``end()`` empties it.
     package let cache: ResponseCache
-    let urlSession: URLSession
-    #if os(Linux)
-        /// The session's libcurl client, when the data route runs on libcurl (``TransportChoice``): its connections,
-        /// TLS sessions and cookies are this session's alone, and `end()` closes it.
-        let curl: CurlClient?
-    #endif
+    /// What the session's data requests, uploads, downloads and handed-off writes are sent on: one of the two, made
+    /// with the session, so that a session on libcurl holds no `URLSession` (nor its multi handle's two descriptors)
+    /// and makes one only for a WebSocket (``TransferSession``).
+    let route: DataRoute
+    /// The session's cookies, one jar whichever transport sends a request; emptied by `end()`.
+    let cookies: HTTPCookieStorage?
     let vault: CredentialVault?
     let ledger: WriteLedger?
     let refresher: TokenRefresher?
@@ -129,20 +130,8 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         urlConfiguration.httpShouldSetCookies = true
         urlConfiguration.timeoutIntervalForRequest = configuration.requestTimeout.urlSessionTimeout
         urlConfiguration.httpMaximumConnectionsPerHost = 64
-        #if canImport(FoundationNetworking)
-            // Its completion handlers run on its own work queue (they only hand their answer on), not through an
-            // operation queue's thread: the hop to that thread is a large share of a loopback request's latency on
-            // Linux (BENCHMARKS.md).
-            self.urlSession = URLSession(
-                configuration: urlConfiguration, delegate: RedirectRefusal.shared,
-                delegateQueue: ImmediateDelegateQueue())
-            #if os(Linux)
-                self.curl = configuration.transport == .libcurl ? CurlClient() : nil
-            #endif
-        #else
-            self.urlSession = URLSession(
-                configuration: urlConfiguration, delegate: RedirectRefusal.shared, delegateQueue: nil)
-        #endif
+        self.cookies = urlConfiguration.httpCookieStorage
+        self.route = DataRoute(configuration: urlConfiguration, transport: configuration.transport)
     }
 
     /// Whether the session may still start work and commit results. Once `false`, it never becomes `true`.
@@ -175,15 +164,16 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
     deinit {
         // Dropped without `end()`: nothing can use the URLSession any more (a request in flight keeps its session
         // alive), but it would keep its connections and, on Linux, the two descriptors of its libcurl multi
-        // handle for the rest of the process. Its tasks' handlers hold this session weakly, so nothing else does.
+        // handle for the rest of the process (a libcurl client frees its share handle as it goes). Its tasks' handlers hold this session weakly, so nothing else does.
         guard case .sessions(true, let handoff, let transfers) = lifetime(.sessions) else { return }  // `end()` did.
-        urlSession.finishTasksAndInvalidate()
+        urlSession?.finishTasksAndInvalidate()
         handoff?.finishTasksAndInvalidate()
         transfers?.urlSession.finishTasksAndInvalidate()
     }
 
     /// Ends the session: flips ``isActive`` once, cancels every request in flight, invalidates the
-    /// `URLSession`, drops the cache and cookies, forgets the tokens and stops the refresher.
+    /// `URLSession` (or closes the libcurl client), drops the cache and cookies, forgets the tokens and stops the
+    /// refresher.
     ///
     /// Idempotent: only the first call does anything. It returns without waiting for the cancelled requests;
     /// each `data(for:)` call in flight throws ``SessionError/Code/sessionEnded`` at once, on a background queue,
@@ -249,17 +239,23 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
             if let curl {
                 // Answered first, as on the URLSession route; then every transfer fails at once, on the loop.
                 for request in requests.values where request.transfer != nil {
-                    request.answer.resume(throwing: SessionError.ended)
+                    request.answerEnded()
                 }
                 curl.close()
             }
         #endif
-        urlSession.cancelWithoutRacingCompletion(
-            requests.values, thenInvalidate: true, closing: creation,
-            first: { for request in requests.values { request.answer.resume(throwing: SessionError.ended) } })
+        if let urlSession {
+            urlSession.cancelWithoutRacingCompletion(
+                requests.values, thenInvalidate: true, closing: creation,
+                first: { for request in requests.values { request.answerEnded() } })
+        } else {
+            // No task to cancel: the requests not yet on a transfer (waiting for a token, or between attempts) are
+            // answered here, and find the session ended when they look again.
+            for request in requests.values { request.answerEnded() }
+        }
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
-        urlSession.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
+        cookies?.removeCookies(since: .distantPast)
         cache.removeAll()
         refresher?.sessionEnded(with: refreshError ?? .endedDuringRefresh, keepingRecordOf: keepingRecord ? self : nil)
         for key in ended.handlers.keys.sorted() { ended.handlers[key]?() }
@@ -293,4 +289,20 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         guard case .eventHandler(let handler?) = lifetime(.eventHandler) else { return }
         handler(event)
     }
+}
+
+extension UserSession {
+    /// The session's `URLSession`, or `nil` when its requests run on libcurl.
+    var urlSession: URLSession? {
+        guard case .urlSession(let urlSession) = route else { return nil }
+        return urlSession
+    }
+
+    #if os(Linux)
+        /// The session's libcurl client, when its requests run on libcurl: `end()` closes it.
+        var curl: CurlClient? {
+            guard case .curl(let curl) = route else { return nil }
+            return curl
+        }
+    #endif
 }

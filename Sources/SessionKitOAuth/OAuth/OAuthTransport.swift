@@ -27,13 +27,21 @@ package final class OAuthTransport: Sendable {
         package var dpopNonce: String? = nil
     }
 
-    /// The client's own session, invalidated with the transport.
-    package let session: URLSession
-    #if os(Linux)
-        /// The client's own libcurl client, when the process runs on libcurl (``TransportChoice``): the exchanges go
-        /// there, not to `session`. Closed with the transport.
-        private let curl: CurlClient?
-    #endif
+    /// What the exchanges are sent on: the client's own `URLSession`, or on Linux's libcurl transport
+    /// (``TransportChoice``) its own libcurl client, and never both (a client on libcurl holds no `URLSession`).
+    private enum Route {
+        case urlSession(URLSession)
+        #if os(Linux)
+            case curl(CurlClient)
+        #endif
+    }
+
+    private let route: Route
+    /// The client's own session, invalidated with the transport; `nil` when the exchanges run on libcurl.
+    package var session: URLSession? {
+        guard case .urlSession(let session) = route else { return nil }
+        return session
+    }
     private let requestTimeout: Duration
     private let clock: any SessionClock
     /// Where the server's `Date` headers go, for a client of an OpenID provider.
@@ -45,20 +53,26 @@ package final class OAuthTransport: Sendable {
         self.serverClock = serverClock
         // A credential exchange is never answered from, nor kept in, a cache; it carries and keeps no cookies and
         // follows no redirect (a token endpoint that redirects is misconfigured or compromised).
-        session = .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil)
         #if os(Linux)
-            curl = TransportChoice.process == .libcurl ? CurlClient() : nil
+            if TransportChoice.process == .libcurl {
+                route = .curl(CurlClient())
+                return
+            }
         #endif
+        route = .urlSession(
+            .credentialExchange(timeout: requestTimeout > .zero ? requestTimeout.urlSessionTimeout : nil))
     }
 
     deinit {
         // The client is gone, so nothing can send on its session any more (an exchange in flight keeps the
         // transport alive). Without this the session, its connections and, on Linux, the two descriptors of its
         // libcurl multi handle would stay for the rest of the process; its delegate does not refer back to it.
-        session.finishTasksAndInvalidate()
+        switch route {
+        case .urlSession(let session): session.finishTasksAndInvalidate()
         #if os(Linux)
-            curl?.close()
+            case .curl(let curl): curl.close()
         #endif
+        }
     }
 
     /// Sends `request` and returns the answer, whatever its status.
@@ -83,15 +97,12 @@ package final class OAuthTransport: Sendable {
         request.setValue("close", forHTTPHeaderField: "Connection")
         let outcome: (Data, URLResponse, ContinuousClock.Instant, Date)
         do {
+            switch route {
+            case .urlSession(let session): outcome = try await exchange(request, on: session, endpoint: endpoint)
             #if os(Linux)
-                if let curl {
-                    outcome = try await exchange(request, on: curl, endpoint: endpoint)
-                } else {
-                    outcome = try await exchange(request, on: session, endpoint: endpoint)
-                }
-            #else
-                outcome = try await exchange(request, on: session, endpoint: endpoint)
+                case .curl(let curl): outcome = try await exchange(request, on: curl, endpoint: endpoint)
             #endif
+            }
         } catch let error as SessionError where error.code == .timedOut {
             throw error
         } catch {

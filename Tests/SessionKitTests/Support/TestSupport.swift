@@ -30,6 +30,16 @@ func tokens(_ user: String, refresh: String? = nil, lifetime: Duration? = nil, c
     )
 }
 
+extension UserSession.Configuration {
+    /// This configuration on the `URLSession` route, whatever the process's transport: for tests of what only that
+    /// route has (its task creation lock, its `endings` queue, its delegate queue).
+    var onURLSession: Self {
+        var configuration = self
+        configuration.transport = .urlSession
+        return configuration
+    }
+}
+
 func get(_ server: LocalServer, _ path: String) -> URLRequest {
     URLRequest(url: server.url(path))
 }

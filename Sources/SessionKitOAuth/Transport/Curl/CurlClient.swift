@@ -128,13 +128,16 @@
             let handle = try prepare(request, deadlines: deadlines)
             // A cancellation before the start reaches the loop first, and the start then finds the transfer
             // cancelled: the loop takes both in the order they were handed over.
-            return try await withTaskCancellationHandler {
+            let answer = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    start(handle) { continuation.resume(with: $0) }
+                    startCollecting(handle) { continuation.resume(with: $0) }
                 }
             } onCancel: {
                 handle.cancel()
             }
+            // Made here, on the caller's thread, not on the loop's (``CurlAnswer``).
+            guard let response = answer.response() else { throw URLError(.badServerResponse) }
+            return (answer.data, response)
         }
 
         /// Makes a transfer for `request`, not started, sending `upload` (read as it leaves) instead of the request's
@@ -161,10 +164,25 @@
             _ handle: CurlTransferHandle, streaming: CurlStreamEvents? = nil, outlivingClose: Bool = false,
             completion: @escaping @Sendable (Result<(Data, HTTPURLResponse), URLError>) -> Void
         ) {
+            startCollecting(handle, streaming: streaming, outlivingClose: outlivingClose) { result in
+                completion(
+                    result.flatMap { answer in
+                        answer.response().map { .success((answer.data, $0)) } ?? .failure(URLError(.badServerResponse))
+                    })
+            }
+        }
+
+        /// ``start(_:streaming:outlivingClose:completion:)`` answering with the answer as collected: `answering` runs
+        /// on the loop's thread, and the reader makes the response on its own (``CurlAnswer/response()``), off the
+        /// one thread every transfer of the process waits on.
+        package func startCollecting(
+            _ handle: CurlTransferHandle, streaming: CurlStreamEvents? = nil, outlivingClose: Bool = false,
+            answering: @escaping @Sendable (Result<CurlAnswer, URLError>) -> Void
+        ) {
             let transfer = handle.transfer
             // Set before the loop sees the transfer: handing it over orders these writes before the loop's reads.
             if let streaming { transfer.stream(to: streaming) }
-            transfer.completion = { completion($0.map { ($0.data, $0.response) }) }
+            transfer.completion = answering
             transfer.outlivesClose = outlivingClose
             // Held by the transfer until it completes: the share handle it uses lives as long as the client.
             transfer.client = self

@@ -18,7 +18,7 @@
         var outlivesClose = false
 
         /// What the transfer answers, once; set before the loop sees the transfer.
-        var completion: ((Result<CurlResponse, URLError>) -> Void)?
+        var completion: ((Result<CurlAnswer, URLError>) -> Void)?
         /// Whether it was cancelled (on the loop's thread), so that a start that comes after does not add it.
         var cancelled = false
 
@@ -229,7 +229,7 @@
 
         /// Tells `streaming` the final head, once, before any byte of the body.
         private func tellHead() {
-            guard let streaming, !headTold, let response = response() else { return }
+            guard let streaming, !headTold, let response = answer().response() else { return }
             headTold = true
             streaming.head(response)
         }
@@ -308,29 +308,16 @@
                 completion(.failure(error))
                 return
             }
-            guard let response = response() else {
+            guard status >= 100 else {
                 completion(.failure(URLError(.badServerResponse)))
                 return
             }
-            completion(.success(CurlResponse(data: body, response: response)))
+            completion(.success(answer()))
         }
 
-        /// The answer's head as a response, or `nil` when none with a status arrived.
-        private func response() -> HTTPURLResponse? {
-            // Fields of one name are joined in order with ", " (RFC 9110 §5.3), under the first one's spelling.
-            var fields = [String: String](minimumCapacity: headers.count)
-            var spelling = [String: String]()
-            for (name, value) in headers {
-                let key = name.lowercased()
-                if let first = spelling[key] {
-                    fields[first, default: ""] += ", " + value
-                } else {
-                    spelling[key] = name
-                    fields[name] = value
-                }
-            }
-            guard status >= 100 else { return nil }
-            return HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: fields)
+        /// The answer as collected so far: the body, and the head of the last response that began.
+        private func answer() -> CurlAnswer {
+            CurlAnswer(data: body, url: url, status: status, version: version, fields: headers)
         }
     }
 
@@ -346,10 +333,46 @@
         }
     }
 
-    /// What a transfer answers: its body, decoded, and its response.
-    struct CurlResponse: Sendable {
-        let data: Data
-        let response: HTTPURLResponse
+    /// What a transfer answers: its body, decoded, and its head as it arrived.
+    ///
+    /// The head becomes an `HTTPURLResponse` when its reader asks (``response()``), on the reader's thread: Foundation
+    /// builds one at some 10 µs on Linux (it capitalizes every field name and parses `Content-Type` character by
+    /// character), more than the rest of a request's work on the transport's loop, whose one thread runs every
+    /// transfer of the process (BENCHMARKS.md, "The libcurl transport's floor").
+    package struct CurlAnswer: Sendable {
+        /// The body, decoded; empty for a streaming transfer.
+        package let data: Data
+        let url: URL
+        let status: Int
+        let version: String
+        let fields: [(name: String, value: String)]
+
+        /// An answer as the loop collects one (for the bench's measure of what making its response costs).
+        package init(data: Data, url: URL, status: Int, version: String, fields: [(name: String, value: String)]) {
+            self.data = data
+            self.url = url
+            self.status = status
+            self.version = version
+            self.fields = fields
+        }
+
+        /// The head as a response, or `nil` when none with a status arrived.
+        package func response() -> HTTPURLResponse? {
+            guard status >= 100 else { return nil }
+            // Fields of one name are joined in order with ", " (RFC 9110 §5.3), under the first one's spelling.
+            var joined = [String: String](minimumCapacity: fields.count)
+            var spelling = [String: String]()
+            for (name, value) in fields {
+                let key = name.lowercased()
+                if let first = spelling[key] {
+                    joined[first, default: ""] += ", " + value
+                } else {
+                    spelling[key] = name
+                    joined[name] = value
+                }
+            }
+            return HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: joined)
+        }
     }
 
     /// Why the libcurl transport refused to send a request.
