@@ -238,21 +238,14 @@ public final class UserSession: Sendable, Identifiable, CustomStringConvertible 
         #if os(Linux)
             if let curl {
                 // Answered first, as on the URLSession route; then every transfer fails at once, on the loop.
-                for request in requests.values where request.transfer != nil {
-                    request.answerEnded()
-                }
+                for request in requests.values { request.answerEnded() }
                 curl.close()
             }
         #endif
-        if let urlSession {
-            urlSession.cancelWithoutRacingCompletion(
-                requests.values, thenInvalidate: true, closing: creation,
-                first: { for request in requests.values { request.answerEnded() } })
-        } else {
-            // No task to cancel: the requests not yet on a transfer (waiting for a token, or between attempts) are
-            // answered here, and find the session ended when they look again.
-            for request in requests.values { request.answerEnded() }
-        }
+        // A session on libcurl has no URLSession: every request it registers is a transfer, answered above.
+        urlSession?.cancelWithoutRacingCompletion(
+            requests.values, thenInvalidate: true, closing: creation,
+            first: { for request in requests.values { request.answerEnded() } })
         // Handed-off writes finish on their own session; it accepts no new task from now on.
         ended.handoff?.finishTasksAndInvalidate()
         cookies?.removeCookies(since: .distantPast)
