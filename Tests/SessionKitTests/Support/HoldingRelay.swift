@@ -20,6 +20,10 @@ final class HoldingRelay: @unchecked Sendable {
     private let held = DispatchSemaphore(value: 0)
     private let released = DispatchSemaphore(value: 0)
     private let passed = DispatchSemaphore(value: 0)
+    private let closedByClient = Locked(false)
+
+    /// Whether the client closed its connection while the relay held its request (a cancelled transfer does).
+    var clientClosed: Bool { closedByClient.withLock { $0 } }
 
     /// Starts listening on a free loopback port; the request it holds goes to `upstream` on 127.0.0.1.
     init(upstream: Int) throws {
@@ -46,14 +50,17 @@ final class HoldingRelay: @unchecked Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
-        let (held, released, passed) = (held, released, passed)
+        let (held, released, passed, closedByClient) = (held, released, passed, closedByClient)
         Thread {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
             defer { close(client) }
             let request = Self.readRequest(from: client)
             held.signal()
-            released.wait()
+            // Watches for the client's close while holding (a bounded wait per look, not a sleep: the release ends it).
+            while released.wait(timeout: .now() + .milliseconds(20)) == .timedOut {
+                if !closedByClient.withLock({ $0 }), Self.peerClosed(client) { closedByClient.withLock { $0 = true } }
+            }
             if case .success(let server) = RawHTTPClient.open(port: upstream) {
                 _ = RawHTTPClient.sendAll(server, request)
                 _ = RawHTTPClient.readResponse(server)
@@ -95,6 +102,12 @@ final class HoldingRelay: @unchecked Sendable {
                 .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
             if bytes.count - end >= length { return bytes }
         }
+    }
+
+    /// Whether the peer closed its side: a read would return end of file now.
+    private static func peerClosed(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
     }
 
     private static func onThread(_ work: @escaping @Sendable () -> Bool) async -> Bool {
