@@ -17,7 +17,8 @@ enum Benchmarks {
     /// In order: the cheap per-request figures first, while the process is small, then the memory figures, then
     /// the runs that create thousands of sessions and connections, and last the 10,000-cycle churn.
     static let all: [Benchmark] =
-        RequestBenchmarks.all + DPoPBenchmarks.all + RedirectBenchmarks.all + InstructionBenchmarks.all
+        RequestBenchmarks.all + RequestBlockBenchmarks.all + DPoPBenchmarks.all + RedirectBenchmarks.all
+        + InstructionBenchmarks.all
         + LocalServerBenchmarks.all
         + CacheBenchmarks.all
         + SessionBenchmarks.all + CoalesceBenchmarks.all + CrossProcessBenchmarks.all + LogoutBenchmarks.all
