@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import SessionKitTesting
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -27,29 +29,11 @@ final class HoldingRelay: @unchecked Sendable {
 
     /// Starts listening on a free loopback port; the request it holds goes to `upstream` on 127.0.0.1.
     init(upstream: Int) throws {
-        #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard fd >= 0, bound == 0, listen(fd, 8) == 0 else {
-            if fd >= 0 { close(fd) }
-            throw RelayError("the relay could not listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
+        // The test servers' own listener, made blocking: the relay's one thread waits in `accept` and `read`.
+        let (fd, port) = try Socket.makeLoopbackListener(backlog: 8)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let (held, released, passed, closedByClient) = (held, released, passed, closedByClient)
         Thread {
             let client = accept(fd, nil, nil)
@@ -114,11 +98,6 @@ final class HoldingRelay: @unchecked Sendable {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: work()) }.start()
         }
-    }
-
-    struct RelayError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 }
 
