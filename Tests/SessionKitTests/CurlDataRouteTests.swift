@@ -46,6 +46,53 @@
             }
         }
 
+        /// The cookies a request carries follow RFC 6265, not FoundationNetworking's jar, which matches the host alone:
+        /// a `Secure` cookie never goes over plain HTTP (it would leave in the clear to the same host), a cookie
+        /// scoped to a path goes only at or below it, and one set `Secure` by a plain-HTTP answer is not kept.
+        @Test func cookiesGoOnlyWhereTheirSecureFlagAndPathAllow() async throws {
+            try await LocalServer.withRunning { server in
+                server.route("GET", "/account/set") { _ in
+                    .text(
+                        "set",
+                        headers: [("Set-Cookie", "scoped=1; Path=/account"), ("Set-Cookie", "planted=1; Secure")])
+                }
+                for path in ["/account", "/account/x", "/accountant", "/other"] {
+                    server.route("GET", path) { request in .text(request.header("Cookie") ?? "none") }
+                }
+                let session = Self.session()
+                defer { session.end() }
+                let jar = try #require(session.cookies)
+                // As if an https answer of this host had set it: the jar then holds it for the host.
+                let secure = try #require(
+                    HTTPCookie(properties: [
+                        .domain: "127.0.0.1", .path: "/", .name: "sid", .value: "secret", .secure: "TRUE",
+                    ]))
+                jar.setCookie(secure)
+                _ = try await session.data(for: URLRequest(url: server.url("/account/set")))
+                #expect(
+                    jar.cookies?.contains { $0.name == "planted" } == false, "a Secure cookie set over http was kept")
+                func sent(_ path: String) async throws -> String {
+                    String(decoding: try await session.data(for: URLRequest(url: server.url(path))).0, as: UTF8.self)
+                }
+                #expect(try await sent("/account") == "scoped=1")
+                #expect(try await sent("/account/x") == "scoped=1")
+                #expect(try await sent("/accountant") == "none")
+                #expect(try await sent("/other") == "none")
+                // Over https the Secure one would go (the rule, without a TLS server): and an expired one never.
+                let https = try #require(URL(string: "https://127.0.0.1/account"))
+                #expect(Set(UserSession.cookiesToSend(from: jar, to: https).map(\.name)) == ["sid", "scoped"])
+                let expiring = try #require(
+                    HTTPCookie(properties: [
+                        .domain: "127.0.0.1", .path: "/", .name: "brief", .value: "1",
+                        .expires: Date().addingTimeInterval(60),
+                    ]))
+                jar.setCookie(expiring)
+                let plain = try #require(URL(string: "http://127.0.0.1/"))
+                #expect(UserSession.cookiesToSend(from: jar, to: plain).map(\.name) == ["brief"])
+                #expect(UserSession.cookiesToSend(from: jar, to: plain, now: Date().addingTimeInterval(120)).isEmpty)
+            }
+        }
+
         /// A cookie the server sets is kept in the session's jar and sent back, after the request's own `Cookie`;
         /// another session's jar never has it.
         @Test func cookiesAreKeptInTheSessionsJarAndSentBack() async throws {

@@ -59,10 +59,10 @@
 
         /// Makes a transfer for `request` on the session's client, carrying the session's cookies.
         ///
-        /// The session's one cookie jar (its ephemeral URLSession's storage) is used as that URLSession uses it: the
-        /// stored cookies for the URL are sent, after any `Cookie` the request writes itself, and what an answer
-        /// sets is kept (``keepCookies(of:)``). The jar applies domain, path and `Secure`; a hop across origins
-        /// carries the new origin's own cookies only, as on the URLSession route.
+        /// The session's one cookie jar is used as a `URLSession` uses its own: the stored cookies for the URL are
+        /// sent, after any `Cookie` the request writes itself, and what an answer sets is kept
+        /// (``keepCookies(of:)``); a hop across origins carries the new origin's own cookies only. Which cookies go is
+        /// decided here (``cookiesToSend(from:to:)``), not by the jar: FoundationNetworking's matches the host alone.
         ///
         /// `whole` is the request's deadline; without one the transfer's bytes may not stop moving for
         /// ``Configuration/requestTimeout`` (what the transfer URLSession's request timeout is).
@@ -74,7 +74,7 @@
         ) throws -> CurlTransferHandle {
             var outgoing = request
             if let jar = cookies, let url = request.url,
-                let cookies = jar.cookies(for: url), !cookies.isEmpty,
+                case let cookies = Self.cookiesToSend(from: jar, to: url), !cookies.isEmpty,
                 let stored = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"]
             {
                 let written = request.value(forHTTPHeaderField: "Cookie").map { $0 + "; " } ?? ""
@@ -90,7 +90,35 @@
             }
         }
 
+        /// The cookies of `jar` that a request to `url` carries (RFC 6265 §5.4): those whose domain matches the host
+        /// (the jar's own match), whose path path-matches the URL's (§5.1.4), that have not expired, and, for a
+        /// `Secure` cookie, only over https.
+        ///
+        /// FoundationNetworking's jar on Linux matches the host alone: it would send a `Secure` cookie in the clear
+        /// to `http://` on the same host (a redirect that downgrades, an app's plain request), and a cookie scoped to
+        /// `/account` to every path.
+        static func cookiesToSend(from jar: HTTPCookieStorage, to url: URL, now: Date = Date()) -> [HTTPCookie] {
+            guard let matched = jar.cookies(for: url), !matched.isEmpty else { return [] }
+            let secure = url.scheme?.lowercased() == "https"
+            let path = url.path.isEmpty ? "/" : url.path
+            return matched.filter { cookie in
+                (secure || !cookie.isSecure) && (cookie.expiresDate.map { $0 > now } ?? true)
+                    && Self.pathMatches(path, cookie.path)
+            }
+        }
+
+        /// RFC 6265 §5.1.4: the request's path is the cookie's, or lies below it at a `/`.
+        static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
+            let cookiePath = cookiePath.isEmpty ? "/" : cookiePath
+            guard requestPath.hasPrefix(cookiePath) else { return false }
+            return requestPath.count == cookiePath.count || cookiePath.hasSuffix("/")
+                || requestPath.dropFirst(cookiePath.count).first == "/"
+        }
+
         /// Keeps the cookies `response` sets in the session's jar.
+        ///
+        /// A `Secure` cookie set by an answer that came over plain HTTP is dropped (RFC 6265bis, its storage model): an
+        /// attacker on the clear channel could otherwise plant one that later requests over https would carry.
         func keepCookies(of response: HTTPURLResponse) {
             // The field looked for without Foundation's case-insensitive compare, which costs about a microsecond a
             // field, on every answer.
@@ -98,7 +126,10 @@
                 let fields = response.allHeaderFields as? [String: String],
                 fields.keys.contains(where: { $0.utf8.count == 10 && $0.lowercased() == "set-cookie" })
             else { return }
-            let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+            let secure = url.scheme?.lowercased() == "https"
+            let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url).filter {
+                secure || !$0.isSecure
+            }
             jar.setCookies(cookies, for: url, mainDocumentURL: nil)
         }
 
