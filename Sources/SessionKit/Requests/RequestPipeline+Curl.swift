@@ -49,12 +49,13 @@
                 if let id { lifetime(.forget(id)) }
                 throw TransportFailure(underlying: URLError(.badServerResponse), request: request)
             }
-            // Kept only while the session is active: `handOver` refuses the answer of an ended session, and its jar
-            // was emptied by `end()`, which must stay empty.
-            if isActive { keepCookies(of: response) }
-            let storable = judgingStorability && ResponseCache.mayStore(response)
-            return try handOver(
-                DataCompletion(data: collected.data, response: response, storable: storable), registeredAs: id)
+            // Handed over first: the answer of a session that ended meanwhile is refused, and its cookies are not
+            // kept in the jar `end()` emptied.
+            let (handed, http) = try handOver(
+                DataCompletion(data: collected.data, response: response, storable: false), registeredAs: id)
+            keepCookies(of: http)
+            let storable = judgingStorability && ResponseCache.mayStore(http)
+            return (DataCompletion(data: handed.data, response: http, storable: storable), http)
         }
 
         /// Makes a transfer for `request` on the session's client, carrying the session's cookies.
