@@ -78,6 +78,14 @@
                 #expect(try await sent("/account/x") == "scoped=1")
                 #expect(try await sent("/accountant") == "none")
                 #expect(try await sent("/other") == "none")
+                // The same choice on the transfer route and a handed-off write: every kind makes its transfer in one
+                // place (`prepare`).
+                let (file, _) = try await session.download(for: URLRequest(url: server.url("/account/x")))
+                #expect(String(decoding: try Data(contentsOf: file), as: UTF8.self) == "scoped=1")
+                let (other, _) = try await session.download(for: URLRequest(url: server.url("/other")))
+                #expect(String(decoding: try Data(contentsOf: other), as: UTF8.self) == "none")
+                let (handedOff, _) = try await session.sendHandedOff(URLRequest(url: server.url("/other")))
+                #expect(String(decoding: handedOff, as: UTF8.self) == "none")
                 // Over https the Secure one would go (the rule, without a TLS server): and an expired one never.
                 let https = try #require(URL(string: "https://127.0.0.1/account"))
                 #expect(Set(UserSession.cookiesToSend(from: jar, to: https).map(\.name)) == ["sid", "scoped"])
