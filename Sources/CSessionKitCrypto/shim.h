@@ -35,6 +35,7 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include <openssl/sha.h>
 
 /// The digests SessionKit uses, by the numbers Swift passes.
 enum {
@@ -540,8 +541,9 @@ static inline int sk_p256_signer_sign(
     ECDSA_SIG *value = NULL;
     const BIGNUM *sig_r = NULL, *sig_s = NULL;
     if (signer == NULL || signature == NULL) goto done;
-    if (EVP_Digest(sk_nonnull(message), message_length, digest, &digest_length, EVP_sha256(), NULL) != 1
-        || digest_length != sizeof digest)
+    SHA256_CTX hashing;
+    if (SHA256_Init(&hashing) != 1 || SHA256_Update(&hashing, sk_nonnull(message), message_length) != 1
+        || SHA256_Final(digest, &hashing) != 1)
         goto done;
     pthread_mutex_lock(&signer->lock);
     if (signer->owner != getpid()) {

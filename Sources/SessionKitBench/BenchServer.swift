@@ -8,8 +8,9 @@ import SessionKitTesting
 
 /// A loopback HTTP server for the request benchmarks, in a process of its own so that it never competes with the
 /// clients for the bench's cooperative pool: `GET /me` answers ``RequestBenchmarks/body`` with
-/// `Cache-Control: no-store` to a request carrying ``token``, 401 to any other; `GET /fresh` answers the same
-/// body with `max-age=60`.
+/// `Cache-Control: no-store` to a request carrying ``token``, 401 to any other; `GET /dpop` the same to a request
+/// carrying it as a DPoP-bound token with a `DPoP` proof (not verified: the server's side is not measured);
+/// `GET /fresh` answers the same body with `max-age=60`.
 struct BenchServer: Sendable {
     /// The bearer token `/me` accepts.
     static let token = "bench-access-token-0123456789abcdef"
@@ -116,6 +117,12 @@ struct BenchServer: Sendable {
                     add_header Cache-Control no-store always;
                     return 200 '\(RequestBenchmarks.body)';
                 }
+                location = /dpop {
+                    if ($http_authorization != "DPoP \(token)") { return 401; }
+                    if ($http_dpop = "") { return 401; }
+                    add_header Cache-Control no-store always;
+                    return 200 '\(RequestBenchmarks.body)';
+                }
                 location = /hop {
                     return 302 /me;
                 }
@@ -142,6 +149,11 @@ enum ServeMode {
                 let expected = "Bearer \(BenchServer.token)"
                 server.route("GET", "/me") { request in
                     guard request.header("Authorization") == expected else { return .status(401) }
+                    return .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")])
+                }
+                server.route("GET", "/dpop") { request in
+                    guard request.header("Authorization") == "DPoP \(BenchServer.token)", request.header("DPoP") != nil
+                    else { return .status(401) }
                     return .json(RequestBenchmarks.body, headers: [("Cache-Control", "no-store")])
                 }
                 server.route("GET", "/hop") { _ in LocalServer.Response(status: 302, headers: [("Location", "/me")]) }

@@ -27,6 +27,8 @@ enum ProfileLoop {
         /// The raw URLSession given the delegate queue `UserSession` gives its own (Linux: completions on the work
         /// queue), through a completion handler: the floor for a client built as `UserSession` is.
         case rawImmediate = "raw-immediate"
+        /// `UserSession.data(for:)` with a DPoP-bound token: a fresh proof per request (`GET /dpop`).
+        case dpop
         /// `UserSession.data(for:)` answered by the session's cache (`max-age=60`).
         case cacheHit = "cache-hit"
         /// The libcurl transport's `CurlClient.data(for:)` alone, `Authorization` set by hand (Linux).
@@ -69,9 +71,12 @@ enum ProfileLoop {
 
     private static func run(_ variant: Variant, requests: Int, baseURL: URL) async throws {
         let token = BenchServer.token
+        let proofKey = variant == .dpop ? try DPoPKey.generate() : nil
         let session = UserSession(
             account: Account(issuer: baseURL.absoluteString, subject: "alice"),
-            tokens: TokenSet(accessToken: token, refreshToken: "bench-refresh", lifetime: .seconds(3600)),
+            tokens: TokenSet(
+                accessToken: token, refreshToken: "bench-refresh", tokenType: proofKey == nil ? "Bearer" : "DPoP",
+                proofKey: proofKey, lifetime: .seconds(3600)),
             tokenEndpoint: OAuthClient(
                 configuration: .init(tokenEndpoint: baseURL.appendingPathComponent("token"), clientID: "bench"))
         )
@@ -80,10 +85,16 @@ enum ProfileLoop {
             session.end()
             raw.invalidateAndCancel()
         }
-        let url = baseURL.appendingPathComponent(variant == .cacheHit ? "fresh" : "me")
+        let path =
+            switch variant {
+            case .cacheHit: "fresh"
+            case .dpop: "dpop"
+            default: "me"
+            }
+        let url = baseURL.appendingPathComponent(path)
         let send: @Sendable () async throws -> Void
         switch variant {
-        case .session, .cacheHit:
+        case .session, .cacheHit, .dpop:
             send = {
                 let (_, response) = try await session.data(for: URLRequest(url: url))
                 guard response.statusCode == 200 else { throw BenchError("UserSession got \(response.statusCode)") }

@@ -99,8 +99,10 @@ package enum DPoPProof {
         let afterColon = utf8.index(after: colon)
         guard utf8[afterColon...].starts(with: "//".utf8) else { return nil }
         let authorityStart = utf8.index(afterColon, offsetBy: 2)
-        let terminators: Set<UInt8> = [UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")]
-        let authorityEnd = utf8[authorityStart...].firstIndex(where: terminators.contains) ?? utf8.endIndex
+        let authorityEnd =
+            utf8[authorityStart...].firstIndex {
+                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+            } ?? utf8.endIndex
         let authority = utf8[authorityStart..<authorityEnd]
         guard !authority.isEmpty,
             !authority.contains(where: {

@@ -243,9 +243,11 @@
             var lines = [String]()
             for (name, value) in request.allHTTPHeaderFields ?? [:] {
                 // A line break would end the field and begin another the caller never wrote.
-                guard !name.contains(where: \.isNewline), !value.contains(where: \.isNewline), !name.isEmpty,
-                    !name.contains(":")
-                else { throw .malformedField }
+                guard !name.isEmpty, HTTPFieldText.isSendable(name, isName: true),
+                    HTTPFieldText.isSendable(value, isName: false)
+                else {
+                    throw .malformedField
+                }
                 // libcurl sends `Name;` as a field with an empty value, and drops `Name:`.
                 lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
             }
@@ -379,7 +381,7 @@
     package enum CurlRequestRefusal: Error, Equatable, Sendable {
         /// The URL is not `http` or `https`.
         case unsupportedScheme
-        /// A field name or value holds a line break or is not a name.
+        /// A field name or value holds a line break or a NUL, or is not a name.
         case malformedField
         /// The body is a stream; the transport sends bodies it holds.
         case bodyStream
