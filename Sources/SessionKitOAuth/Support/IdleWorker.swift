@@ -6,7 +6,7 @@ import Foundation
 #endif
 
 /// One thread per process for work that is never urgent and only saves a request time later: preparing signature
-/// nonces (`PlatformCrypto.P256KeyObject`) and a session's next DPoP proof (``NextProofSlot``).
+/// nonces (`PlatformCrypto.P256KeyObject`). A whole next proof made ahead was tried and removed (BENCHMARKS.md).
 ///
 /// On Linux the thread runs in the SCHED_IDLE class: only on a core no other thread wants, preempted the moment one
 /// does, so this work never takes a core from a request, or from a server in the same process; on a machine with no
