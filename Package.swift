@@ -72,15 +72,17 @@ let package = Package(
                 "SessionKit", "SessionKitTesting", "SessionKitPostgres",
             ]),
         // A real nginx on loopback for the suites that prove a guarantee against it; built for the tests, not shipped.
-        .target(name: "LoopbackNginx"),
+        .target(name: "LoopbackNginx", dependencies: ["LoopbackPort"]),
         // A throwaway PostgreSQL cluster on loopback for the suites of SessionKitPostgres; built for the tests, not
         // shipped.
-        .target(name: "LoopbackPostgres"),
+        .target(name: "LoopbackPostgres", dependencies: ["LoopbackPort"]),
+        // A free loopback port, for the fixtures above and the tests; built for the tests, not shipped.
+        .target(name: "LoopbackPort"),
         .testTarget(
             name: "SessionKitTests",
             dependencies: [
                 "SessionKit", "SessionKitOAuth", "SessionKitTesting", "SessionKitCrashChild", "SessionKitExampleBFF",
-                "LoopbackNginx", "SessionKitPostgres", "LoopbackPostgres",
+                "LoopbackNginx", "SessionKitPostgres", "LoopbackPostgres", "LoopbackPort",
             ]),
         .testTarget(name: "SessionKitTestingTests", dependencies: ["SessionKitTesting"]),
         .testTarget(

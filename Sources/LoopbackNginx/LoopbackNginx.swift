@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackPort
 
 #if canImport(Glibc)
     import Glibc
@@ -74,7 +75,7 @@ package final class LoopbackNginx {
                     at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
             }
             defer { try? FileManager.default.removeItem(at: directory) }
-            let ports = try (0..<portCount).map { _ in try freePort() }
+            let ports = try (0..<portCount).map { _ in try LoopbackPort.free() }
             try configuration(directory, ports).write(
                 to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             let process = Process()
@@ -175,22 +176,4 @@ package final class LoopbackNginx {
         return address
     }
 
-    /// A loopback port nothing listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw Failure(description: "bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }

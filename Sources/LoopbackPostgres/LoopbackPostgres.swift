@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackPort
 
 #if canImport(Glibc)
     import Glibc
@@ -99,7 +100,7 @@ package final class LoopbackPostgres: @unchecked Sendable {
         var lastError = ""
         // A free port can be taken between choosing it and the server binding it: try a few.
         for _ in 0..<5 {
-            let cluster = try make(binaries: binaries, port: try freePort())
+            let cluster = try make(binaries: binaries, port: try LoopbackPort.free())
             do {
                 try cluster.startServer()
                 cluster.startWatchdog()
@@ -417,24 +418,4 @@ package final class LoopbackPostgres: @unchecked Sendable {
         }
     }
 
-    /// A loopback port nothing listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw Failure(description: "bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }

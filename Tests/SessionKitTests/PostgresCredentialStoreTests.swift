@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackPort
 import LoopbackPostgres
 import SessionKit
 import SessionKitPostgres
@@ -415,33 +416,6 @@ struct PostgresCredentialStoreTests {
 
     /// A loopback port with no listener: bound, then closed.
     static func closedPort() throws -> Int {
-        let listener = try LoopbackTCPPort()
-        return listener.port
-    }
-}
-
-/// A loopback TCP port that was free a moment ago.
-struct LoopbackTCPPort {
-    let port: Int
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw SessionError(.storageFailure, "no socket") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw SessionError(.storageFailure, "cannot bind") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        try LoopbackPort.free()
     }
 }
