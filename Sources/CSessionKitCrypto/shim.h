@@ -530,18 +530,19 @@ static inline int sk_p256_signer_identifier(void *opaque, uint8_t *identifier) {
 
 /// An ES256 signature (RFC 7518 §3.4) over `message`: SHA-256, ECDSA with the next prepared nonce (or a fresh one
 /// when the pool is empty), written to `signature` as r || s, 32 bytes each. `remaining`, when not NULL, is set to
-/// how many prepared nonces are left.
+/// how many prepared nonces are left. The hash is `SHA256_Init`/`Update`/`Final`, deprecated since 3.0 like the
+/// `EC_KEY` calls here and kept, rather than `EVP_Digest(EVP_sha256())`, which looks SHA-256 up in the provider tables
+/// on every call: this runs on every request, over a message that is public.
 static inline int sk_p256_signer_sign(
     void *opaque, const uint8_t *message, size_t message_length, uint8_t *signature, int *remaining) {
     sk_p256_signer *signer = (sk_p256_signer *)opaque;
     int status = -1;
     uint8_t digest[32];
-    unsigned int digest_length = 0;
+    SHA256_CTX hashing;
     BIGNUM *kinv = NULL, *r = NULL;
     ECDSA_SIG *value = NULL;
     const BIGNUM *sig_r = NULL, *sig_s = NULL;
     if (signer == NULL || signature == NULL) goto done;
-    SHA256_CTX hashing;
     if (SHA256_Init(&hashing) != 1 || SHA256_Update(&hashing, sk_nonnull(message), message_length) != 1
         || SHA256_Final(digest, &hashing) != 1)
         goto done;

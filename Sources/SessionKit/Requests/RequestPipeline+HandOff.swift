@@ -28,13 +28,23 @@ extension UserSession {
                 (request, carriesCredentials, hops) = (hop.request, hop.carriesCredentials, hops + 1)
                 continue
             }
-            if carriesCredentials, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
+            // Only a proof has a nonce (RFC 9449 §9), and a resend helps only if it carries one: a bearer write reads
+            // no `DPoP-Nonce`, as no other kind does.
+            if carriesCredentials, holdsBoundCredential, noteDPoPNonce(of: response, for: request.url),
+                !resentWithNonce
+            {
                 resentWithNonce = true
                 diagnoseNonceResend(of: request)
                 continue
             }
             return (data, response)
         }
+    }
+
+    /// Whether the session holds a token bound to a proof key now, which the next attempt would carry.
+    private var holdsBoundCredential: Bool {
+        guard case .credential(let held?, _, _) = lifetime(.credential(at: nil, nonceFor: nil)) else { return false }
+        return held.proofKey != nil
     }
 
     private func sendHandedOffOnce(

@@ -60,6 +60,8 @@ extension UserSession {
         while true {
             try Task.checkCancellation()
             var token: String?
+            // Whether this attempt carried a proof: only a proof has a nonce (RFC 9449 §9).
+            var proven = false
             if carriesCredentials {
                 // The token read with the expiry check and the origin's nonce, in one step; after a refresh, the one
                 // it committed (or a later one). The check needs no suspension: only a refresh does.
@@ -84,6 +86,7 @@ extension UserSession {
                     throw SessionError.ended
                 }
                 token = credential.token
+                proven = credential.proofKey != nil
                 if credential.proofKey == nil {
                     // Set in place: the loop owns the request (the caller's is consumed), so no attempt copies it.
                     request.setFieldValues([("Authorization", credential.authorization)])
@@ -153,7 +156,8 @@ extension UserSession {
                 }
             }
 
-            let asksForNonce = token != nil && noteDPoPNonce(of: response, for: request.url)
+            // A bearer attempt reads no `DPoP-Nonce`: a nonce challenge to a bearer token is an ordinary 401.
+            let asksForNonce = proven && noteDPoPNonce(of: response, for: request.url)
             if asksForNonce, !resentWithNonce {
                 // The proof was refused for its nonce, not the request: nothing ran, so any method is sent again.
                 discard(value)

@@ -117,6 +117,50 @@ import Testing
         }
     }
 
+    // MARK: - A bearer token has no nonce
+
+    /// A nonce challenge answered to a bearer token is an ordinary 401, on every kind: the session reads no
+    /// `DPoP-Nonce` (only a proof has a nonce, RFC 9449 §9), so it neither resends the request unchanged nor hands the
+    /// challenge back; it refreshes once and replays, as for any refused token.
+    @Test(arguments: Kind.allCases)
+    func aNonceChallengeToABearerTokenIsAnOrdinaryUnauthorized(_ kind: Kind) async throws {
+        try await LocalServer.withRunning { server async throws in
+            server.route("/r") { request in
+                guard request.header("Authorization") == "Bearer plain-1" else {
+                    return Self.challenge("use_dpop_nonce", nonce: "nonce-1", body: "nonce needed")
+                }
+                return .text("served")
+            }
+            let endpoint = ScriptedTokenEndpoint { _, n in
+                TokenSet(accessToken: "plain-\(n)", refreshToken: "refresh-\(n)")
+            }
+            let session = UserSession(
+                account: alice, tokens: TokenSet(accessToken: "plain", refreshToken: "refresh"),
+                configuration: UserSession.Configuration(
+                    retryPolicy: .never, downloadSegmentBytes: kind == .rangedDownload ? 16 << 20 : 0),
+                tokenEndpoint: endpoint)
+            defer { session.end() }
+
+            let (status, body, _) = try await kind.send(
+                URLRequest(url: server.url("/r")), through: session, idempotencyKey: true)
+            let requests = server.requests
+            #expect(requests.allSatisfy { $0.header("DPoP") == nil }, "a bearer session sends no proof")
+            if kind == .writeHandedOff {
+                // A handed-off write recovers no 401 (it runs past the session's end, with no refresher to ask):
+                // the caller gets the answer, sent once.
+                #expect(status == 401 && body == "nonce needed")
+                #expect(requests.count == 1, "no unchanged resend")
+                #expect(endpoint.count == 0)
+            } else {
+                #expect(endpoint.count == 1, "one refresh")
+                #expect(status == 200 && body == "served")
+                #expect(
+                    requests.map { $0.header("Authorization") } == ["Bearer plain", "Bearer plain-1"],
+                    "the request, then its replay with the refreshed token; no unchanged resend")
+            }
+        }
+    }
+
     // MARK: - Answered once
 
     @Test(arguments: Kind.allCases)
