@@ -49,6 +49,20 @@
         /// The cookies a request carries follow RFC 6265, not FoundationNetworking's jar, which matches the host alone:
         /// a `Secure` cookie never goes over plain HTTP (it would leave in the clear to the same host), a cookie
         /// scoped to a path goes only at or below it, and one set `Secure` by a plain-HTTP answer is not kept.
+        /// RFC 6265 §5.1.4, case by case: the same path, a path below the cookie's at a `/`, never a sibling that
+        /// only shares its letters, and bytes, not canonically equivalent text.
+        @Test func aPathMatchesItsOwnAndWhatLiesBelowItOnly() {
+            let cases: [(request: String, cookie: String, matches: Bool)] = [
+                ("/account", "/account", true), ("/account/x", "/account", true), ("/account/x", "/account/", true),
+                ("/accounts", "/account", false), ("/acc", "/account", false), ("/", "/account", false),
+                ("/anything", "/", true), ("/anything", "", true), ("/caf\u{E9}/x", "/caf\u{E9}", true),
+                ("/cafe\u{301}/x", "/caf\u{E9}", false), ("/caf\u{E9}", "/cafe\u{301}", false),
+            ]
+            for (request, cookie, matches) in cases {
+                #expect(UserSession.pathMatches(request, cookie) == matches, "\(request) against \(cookie)")
+            }
+        }
+
         @Test func cookiesGoOnlyWhereTheirSecureFlagAndPathAllow() async throws {
             try await LocalServer.withRunning { server in
                 server.route("GET", "/account/set") { _ in

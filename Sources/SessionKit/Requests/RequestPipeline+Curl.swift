@@ -108,12 +108,15 @@
             }
         }
 
-        /// RFC 6265 §5.1.4: the request's path is the cookie's, or lies below it at a `/`.
+        /// RFC 6265 §5.1.4: the request's path is the cookie's, or lies below it at a `/`. Compared as bytes, as the
+        /// RFC says ("identical"): `String`'s own comparison takes canonically equivalent text as equal, so a path
+        /// spelled `/cafe\u{301}` would match a cookie scoped to `/caf\u{E9}`.
         static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-            let cookiePath = cookiePath.isEmpty ? "/" : cookiePath
-            guard requestPath.hasPrefix(cookiePath) else { return false }
-            return requestPath.count == cookiePath.count || cookiePath.hasSuffix("/")
-                || requestPath.dropFirst(cookiePath.count).first == "/"
+            let request = requestPath.utf8
+            let cookie = cookiePath.isEmpty ? "/".utf8 : cookiePath.utf8
+            guard request.starts(with: cookie) else { return false }
+            return request.count == cookie.count || cookie.last == UInt8(ascii: "/")
+                || request.dropFirst(cookie.count).first == UInt8(ascii: "/")
         }
 
         /// Keeps the cookies `response` sets in the session's jar.

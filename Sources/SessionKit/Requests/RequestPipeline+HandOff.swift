@@ -22,29 +22,27 @@ extension UserSession {
         // Whether a proof refused for its nonce was sent again (RFC 9449 §9): once, as every request kind does. That
         // is no replay: the proof was refused, so the write did not run.
         var resentWithNonce = false
+        // Whether the write carries a proof, read once as it starts (a refresh keeps a bound token's key): only a proof
+        // has a nonce (RFC 9449 §9), so a bearer write reads no `DPoP-Nonce`, as no other kind does.
+        let proven: Bool
+        if case .credential(let held?, _, _) = lifetime(.credential(at: nil, nonceFor: nil)) {
+            proven = held.proofKey != nil
+        } else {
+            proven = false
+        }
         while true {
             let (data, response) = try await sendHandedOffOnce(request, carriesCredentials: carriesCredentials)
             if let hop = try nextHop(after: response, to: request, carriesCredentials: carriesCredentials, hops: hops) {
                 (request, carriesCredentials, hops) = (hop.request, hop.carriesCredentials, hops + 1)
                 continue
             }
-            // Only a proof has a nonce (RFC 9449 §9), and a resend helps only if it carries one: a bearer write reads
-            // no `DPoP-Nonce`, as no other kind does.
-            if carriesCredentials, holdsBoundCredential, noteDPoPNonce(of: response, for: request.url),
-                !resentWithNonce
-            {
+            if carriesCredentials, proven, noteDPoPNonce(of: response, for: request.url), !resentWithNonce {
                 resentWithNonce = true
                 diagnoseNonceResend(of: request)
                 continue
             }
             return (data, response)
         }
-    }
-
-    /// Whether the session holds a token bound to a proof key now, which the next attempt would carry.
-    private var holdsBoundCredential: Bool {
-        guard case .credential(let held?, _, _) = lifetime(.credential(at: nil, nonceFor: nil)) else { return false }
-        return held.proofKey != nil
     }
 
     private func sendHandedOffOnce(
